@@ -1,0 +1,90 @@
+/*
+ * alloc.h - block and inode allocation.
+ *
+ * Owns: the in-memory allocation maps and the on-disk block and inode
+ * bitmaps.  The on-disk bitmaps are authoritative and change only inside
+ * journal handles; the superblock's free counts are advisory (recomputed
+ * from the bitmaps at load, written at clean unmount).
+ *
+ * The in-memory block map has a bit set for every block that is in use on
+ * disk, *claimed* (chosen for data that is being written but whose
+ * allocation is not yet recorded, see delayed allocation in DESIGN.md), or
+ * freed by a transaction that has not committed yet [J5].  So a block is
+ * handed out only if it is free on disk *and* its free is durable.
+ *
+ * Delayed allocation: a write reserves a count of blocks (alloc_reserve),
+ * so ENOSPC is reported by write(); writeback later claims concrete blocks
+ * against that reservation (ALLOC_FROM_RESERVATION), writes the data [J1],
+ * then records the allocation in a handle (alloc_mark_blocks).
+ *
+ * Locking: one mutex (alloc->lock) guards the maps, the counters and the
+ * contents of the bitmap buffers.  It is taken inside a handle and outside
+ * the journal's state lock.
+ */
+#ifndef ORDFS_ALLOC_H
+#define ORDFS_ALLOC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../format.h"
+
+struct bcache;
+struct handle;
+struct alloc;
+
+/* Reads both bitmaps (verifying their checksums: -EUCLEAN with the block
+ * number in *bad_block on a mismatch), builds the maps and the free counts. */
+int alloc_load(struct bcache *cache, const struct ordfs_super *sb, struct alloc **out,
+	       uint64_t *bad_block);
+void alloc_destroy(struct alloc *a);
+
+#define ALLOC_FROM_RESERVATION 0x1u /* consume blocks reserved earlier */
+#define ALLOC_METADATA 0x2u         /* free: blocks held metadata (journal_forget) */
+
+/* Claims up to `want` contiguous free blocks (at least 1), preferring the
+ * first free block at or after `goal` (0 = anywhere in the data area).  The
+ * claim is in memory only: nothing on disk changes.  -ENOSPC if none. */
+int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned flags,
+		       uint64_t *start, uint32_t *got);
+/* Gives back a claim that was never marked (e.g. the data write failed). */
+void alloc_unclaim_blocks(struct alloc *a, uint64_t start, uint32_t len, unsigned flags);
+/* Records claimed blocks as in use in the on-disk bitmap, under h. */
+int alloc_mark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_t len);
+/* claim + mark: for metadata blocks, allocated and used inside one handle. */
+int alloc_blocks(struct alloc *a, struct handle *h, uint64_t goal, uint32_t want,
+		 unsigned flags, uint64_t *start, uint32_t *got);
+/* Clears the blocks in the on-disk bitmap under h.  They become allocatable
+ * when h's transaction commits [J5].  With ALLOC_METADATA each block is also
+ * journal_forget()-ed [J6].  -EUCLEAN if a block is already free or outside
+ * the data area (nothing is changed then). */
+int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_t len,
+		      unsigned flags);
+/* Called by the journal after a transaction commits (journal_config.release_freed). */
+void alloc_release_freed(void *alloc, uint64_t start, uint32_t len);
+
+/* Reservations for delayed allocation (counts only). */
+int alloc_reserve(struct alloc *a, uint64_t nblocks);
+void alloc_unreserve(struct alloc *a, uint64_t nblocks);
+
+/* Allocates a free inode number under h (marks the inode bitmap).  Prefers
+ * numbers at or after goal.  -ENOSPC if none. */
+int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino);
+int alloc_free_inode(struct alloc *a, struct handle *h, uint32_t ino);
+
+struct alloc_counts {
+	uint64_t free_blocks;     /* free on disk and not claimed, minus reservations */
+	uint64_t reserved_blocks; /* delayed-allocation reservations outstanding */
+	uint64_t pending_free;    /* freed by transactions not yet committed */
+	uint32_t free_inodes;
+};
+void alloc_get_counts(struct alloc *a, struct alloc_counts *out);
+
+/* Worst-case bitmap blocks one call can dirty, for handle credits. */
+uint32_t alloc_credits(const struct alloc *a, uint32_t nblocks);
+
+/* Tests and the checker: is block / inode marked in the on-disk bitmap? */
+bool alloc_block_in_use(struct alloc *a, uint64_t blockno);
+bool alloc_inode_in_use(struct alloc *a, uint32_t ino);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * blockdev.h - the one interface through which all image I/O goes.
+ *
+ * Owns: the block device vtable and its backends:
+ *   - file:   a regular file or block device (pread/pwrite/fdatasync);
+ *   - mem:    an in-memory image for unit tests;
+ *   - record: a wrapper that counts reads, writes and flushes, can log every
+ *             write and flush, and can hold a flush on a latch so a test can
+ *             check what proceeds while the disk is "busy".
+ *
+ * Rules:
+ *  - Offsets and lengths are in bytes; callers do whole-block I/O, but the
+ *    interface does not assume it (torn-write tests need sectors).
+ *  - read/write transfer everything or fail: 0 or a negative errno.  Reading
+ *    past the end of the device is -EIO, never a short read.
+ *  - flush makes every completed write durable (a barrier) or fails.
+ *  - All functions are thread-safe; backends do their own locking.
+ */
+#ifndef ORDFS_BLOCKDEV_H
+#define ORDFS_BLOCKDEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct blockdev;
+
+struct blockdev_ops {
+	int (*read)(struct blockdev *bd, void *buf, size_t len, uint64_t off);
+	int (*write)(struct blockdev *bd, const void *buf, size_t len, uint64_t off);
+	int (*flush)(struct blockdev *bd);
+	void (*destroy)(struct blockdev *bd);
+};
+
+struct blockdev {
+	const struct blockdev_ops *ops;
+	uint64_t size; /* bytes */
+};
+
+static inline int blockdev_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
+{
+	return bd->ops->read(bd, buf, len, off);
+}
+
+static inline int blockdev_write(struct blockdev *bd, const void *buf, size_t len,
+				 uint64_t off)
+{
+	return bd->ops->write(bd, buf, len, off);
+}
+
+static inline int blockdev_flush(struct blockdev *bd)
+{
+	return bd->ops->flush(bd);
+}
+
+/* Closes the backend (a record wrapper does not close what it wraps). */
+static inline void blockdev_destroy(struct blockdev *bd)
+{
+	if (bd)
+		bd->ops->destroy(bd);
+}
+
+/* ---- file backend ----------------------------------------------------- */
+
+#define BLOCKDEV_READONLY 0x1u
+
+/* Opens an image file or block device.  Returns 0 or a negative errno. */
+int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out);
+/* The file descriptor, for the image lock and fallocate. */
+int blockdev_file_fd(struct blockdev *bd);
+
+/* ---- memory backend --------------------------------------------------- */
+
+int blockdev_mem_create(uint64_t size, struct blockdev **out);
+/* Wraps a copy of existing image bytes. */
+int blockdev_mem_from(const void *image, uint64_t size, struct blockdev **out);
+/* Direct access to the bytes (tests only: corrupt, compare, snapshot). */
+uint8_t *blockdev_mem_bytes(struct blockdev *bd);
+
+/* ---- recording wrapper ------------------------------------------------ */
+
+enum blockdev_event_type { BD_EV_WRITE, BD_EV_FLUSH };
+
+struct blockdev_event {
+	enum blockdev_event_type type;
+	uint64_t off;
+	size_t len;
+	uint8_t *data; /* copy of the written bytes (writes only) */
+};
+
+struct blockdev_counts {
+	uint64_t reads, writes, flushes;
+	uint64_t bytes_read, bytes_written;
+};
+
+/* Wraps `inner` (not owned).  With log_writes, every write and flush is kept
+ * in an event log readable with blockdev_record_events(). */
+int blockdev_record_create(struct blockdev *inner, bool log_writes, struct blockdev **out);
+void blockdev_record_counts(struct blockdev *bd, struct blockdev_counts *out);
+void blockdev_record_reset_counts(struct blockdev *bd);
+/* The event log; valid until the next write or flush or destroy. */
+const struct blockdev_event *blockdev_record_events(struct blockdev *bd, size_t *count);
+void blockdev_record_clear_events(struct blockdev *bd);
+
+/* Latch: while armed, every flush blocks before reaching the inner device
+ * until the latch is released.  wait_blocked waits until at least n flushes
+ * are blocked on it (returns 0, or -ETIMEDOUT after timeout_ms). */
+void blockdev_record_latch_arm(struct blockdev *bd);
+void blockdev_record_latch_release(struct blockdev *bd);
+int blockdev_record_latch_wait_blocked(struct blockdev *bd, unsigned n, unsigned timeout_ms);
+
+/* Fault injection: fail the nth write or flush from now (1 = the next one)
+ * with err; 0 disables.  Deterministic by count. */
+void blockdev_record_fail_write(struct blockdev *bd, uint64_t nth, int err);
+void blockdev_record_fail_flush(struct blockdev *bd, uint64_t nth, int err);
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * bcache.c - metadata buffer cache: hash table + LRU of unreferenced buffers.
+ *
+ * Owns: buffer memory, lookup, first read, reference counting and eviction.
+ * Rules (see bcache.h): only unreferenced buffers are evicted; the cache
+ * never writes; c->lock is a leaf lock.  A buffer's first read happens under
+ * its io_lock, outside c->lock, so a slow read blocks only readers of that
+ * same block.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bcache.h"
+#include "../blockdev/blockdev.h"
+
+struct bcache {
+	struct blockdev *bd;
+	uint32_t block_size;
+	uint64_t block_count;
+	uint32_t max_unreferenced;
+
+	pthread_mutex_t lock;
+	struct buf **table;
+	uint64_t table_mask;
+	struct buf *lru_head, *lru_tail; /* least recently used first */
+	uint64_t lru_count;
+	struct bcache_stats stats;
+};
+
+static uint64_t hash_block(uint64_t blockno)
+{
+	blockno ^= blockno >> 33;
+	blockno *= 0xff51afd7ed558ccdull;
+	return blockno ^ (blockno >> 33);
+}
+
+int bcache_create(struct blockdev *bd, uint32_t block_size, uint64_t block_count,
+		  uint32_t max_buffers, struct bcache **out)
+{
+	struct bcache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	uint64_t slots = 1024;
+	while (slots < (uint64_t)max_buffers * 2 && slots < (1u << 22))
+		slots <<= 1;
+	c->table = calloc(slots, sizeof(*c->table));
+	if (!c->table) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->table_mask = slots - 1;
+	c->bd = bd;
+	c->block_size = block_size;
+	c->block_count = block_count;
+	c->max_unreferenced = max_buffers ? max_buffers : 1;
+	pthread_mutex_init(&c->lock, NULL);
+	*out = c;
+	return 0;
+}
+
+static void buf_free(struct buf *b)
+{
+	pthread_mutex_destroy(&b->io_lock);
+	free(b->data);
+	free(b);
+}
+
+void bcache_destroy(struct bcache *c)
+{
+	if (!c)
+		return;
+	for (uint64_t i = 0; i <= c->table_mask; i++) {
+		struct buf *b = c->table[i];
+		while (b) {
+			struct buf *next = b->hash_next;
+			buf_free(b);
+			b = next;
+		}
+	}
+	free(c->table);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+uint32_t bcache_block_size(const struct bcache *c)
+{
+	return c->block_size;
+}
+
+static void lru_remove(struct bcache *c, struct buf *b)
+{
+	if (b->lru_prev)
+		b->lru_prev->lru_next = b->lru_next;
+	else
+		c->lru_head = b->lru_next;
+	if (b->lru_next)
+		b->lru_next->lru_prev = b->lru_prev;
+	else
+		c->lru_tail = b->lru_prev;
+	b->lru_prev = b->lru_next = NULL;
+	c->lru_count--;
+}
+
+static void lru_append(struct bcache *c, struct buf *b)
+{
+	b->lru_next = NULL;
+	b->lru_prev = c->lru_tail;
+	if (c->lru_tail)
+		c->lru_tail->lru_next = b;
+	else
+		c->lru_head = b;
+	c->lru_tail = b;
+	c->lru_count++;
+}
+
+static struct buf **hash_slot(struct bcache *c, uint64_t blockno)
+{
+	return &c->table[hash_block(blockno) & c->table_mask];
+}
+
+static void hash_unlink(struct bcache *c, struct buf *b)
+{
+	struct buf **pp = hash_slot(c, b->blockno);
+	while (*pp != b)
+		pp = &(*pp)->hash_next;
+	*pp = b->hash_next;
+}
+
+/* Evicts least recently used buffers beyond the limit.  c->lock held. */
+static void evict_excess(struct bcache *c)
+{
+	while (c->lru_count > c->max_unreferenced) {
+		struct buf *b = c->lru_head;
+		lru_remove(c, b);
+		hash_unlink(c, b);
+		c->stats.evictions++;
+		c->stats.cached--;
+		buf_free(b);
+	}
+}
+
+/* Finds or creates the buffer for blockno with a reference taken. */
+static int lookup_or_create(struct bcache *c, uint64_t blockno, struct buf **out)
+{
+	if (blockno >= c->block_count)
+		return -EINVAL;
+
+	pthread_mutex_lock(&c->lock);
+	struct buf **slot = hash_slot(c, blockno);
+	for (struct buf *b = *slot; b; b = b->hash_next) {
+		if (b->blockno == blockno) {
+			if (b->refcount++ == 0)
+				lru_remove(c, b);
+			c->stats.hits++;
+			pthread_mutex_unlock(&c->lock);
+			*out = b;
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+
+	/* Allocate outside the lock, then insert unless someone beat us. */
+	struct buf *nb = calloc(1, sizeof(*nb));
+	if (!nb)
+		return -ENOMEM;
+	nb->data = aligned_alloc(4096, c->block_size < 4096 ? 4096 : c->block_size);
+	if (!nb->data) {
+		free(nb);
+		return -ENOMEM;
+	}
+	nb->blockno = blockno;
+	nb->refcount = 1;
+	pthread_mutex_init(&nb->io_lock, NULL);
+
+	pthread_mutex_lock(&c->lock);
+	for (struct buf *b = *slot; b; b = b->hash_next) {
+		if (b->blockno == blockno) {
+			if (b->refcount++ == 0)
+				lru_remove(c, b);
+			c->stats.hits++;
+			pthread_mutex_unlock(&c->lock);
+			buf_free(nb);
+			*out = b;
+			return 0;
+		}
+	}
+	nb->hash_next = *slot;
+	*slot = nb;
+	c->stats.misses++;
+	c->stats.cached++;
+	pthread_mutex_unlock(&c->lock);
+	*out = nb;
+	return 0;
+}
+
+int bcache_read(struct bcache *c, uint64_t blockno, struct buf **out)
+{
+	struct buf *b;
+	int err = lookup_or_create(c, blockno, &b);
+	if (err)
+		return err;
+
+	pthread_mutex_lock(&b->io_lock);
+	if (!b->uptodate) {
+		err = blockdev_read(c->bd, b->data, c->block_size, blockno * c->block_size);
+		if (!err)
+			b->uptodate = true;
+	}
+	pthread_mutex_unlock(&b->io_lock);
+	if (err) {
+		bcache_put(c, b);
+		return err;
+	}
+	*out = b;
+	return 0;
+}
+
+int bcache_get_new(struct bcache *c, uint64_t blockno, struct buf **out)
+{
+	struct buf *b;
+	int err = lookup_or_create(c, blockno, &b);
+	if (err)
+		return err;
+	pthread_mutex_lock(&b->io_lock);
+	memset(b->data, 0, c->block_size);
+	b->uptodate = true;
+	pthread_mutex_unlock(&b->io_lock);
+	*out = b;
+	return 0;
+}
+
+void bcache_hold(struct bcache *c, struct buf *b)
+{
+	pthread_mutex_lock(&c->lock);
+	if (b->refcount++ == 0)
+		lru_remove(c, b);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void bcache_put(struct bcache *c, struct buf *b)
+{
+	pthread_mutex_lock(&c->lock);
+	if (b->refcount == 0)
+		abort(); /* reference underflow: a bug, never continue */
+	if (--b->refcount == 0) {
+		if (b->uptodate) {
+			lru_append(c, b);
+			evict_excess(c);
+		} else {
+			/* A failed first read: drop it so the next reader retries. */
+			hash_unlink(c, b);
+			c->stats.cached--;
+			buf_free(b);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void bcache_shrink(struct bcache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	uint32_t saved = c->max_unreferenced;
+	c->max_unreferenced = 0;
+	evict_excess(c);
+	c->max_unreferenced = saved;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void bcache_stats(struct bcache *c, struct bcache_stats *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = c->stats;
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,365 @@
+/*
+ * format.c - encode, decode and verify the on-disk structures of format.h.
+ *
+ * Owns: byte-offset encoding of the superblock, inodes, the common metadata
+ * block header, journal block headers and the journal superblock, and the
+ * directory name hash.  Rules: decoders bounds-check every field and return
+ * -EUCLEAN with a one-line reason for anything a correct ordfs never writes.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "format.h"
+
+/* ---- superblock ------------------------------------------------------- */
+
+void ordfs_super_encode(const struct ordfs_super *sb, uint8_t out[ORDFS_SB_SIZE])
+{
+	memset(out, 0, ORDFS_SB_SIZE);
+	le_put32(out + 0, sb->magic);
+	le_put32(out + 4, sb->version);
+	le_put32(out + 8, sb->feature_compat);
+	le_put32(out + 12, sb->feature_incompat);
+	le_put32(out + 16, sb->feature_ro_compat);
+	le_put32(out + 20, sb->log_block_size);
+	le_put64(out + 24, sb->block_count);
+	le_put32(out + 32, sb->inode_count);
+	le_put32(out + 36, sb->inode_size);
+	le_put64(out + 40, sb->journal_start);
+	le_put32(out + 48, sb->journal_blocks);
+	le_put32(out + 52, sb->block_bitmap_blocks);
+	le_put64(out + 56, sb->block_bitmap_start);
+	le_put64(out + 64, sb->inode_bitmap_start);
+	le_put32(out + 72, sb->inode_bitmap_blocks);
+	le_put32(out + 76, sb->inode_table_blocks);
+	le_put64(out + 80, sb->inode_table_start);
+	le_put64(out + 88, sb->data_start);
+	le_put64(out + 96, sb->free_blocks);
+	le_put32(out + 104, sb->free_inodes);
+	le_put32(out + 108, sb->state);
+	le_put32(out + 112, sb->errors);
+	le_put32(out + 116, sb->orphan_head);
+	memcpy(out + 120, sb->uuid, ORDFS_UUID_LEN);
+	memcpy(out + 136, sb->label, strnlen(sb->label, ORDFS_LABEL_LEN));
+	memcpy(out + 168, sb->mount_opts, strnlen(sb->mount_opts, ORDFS_MOUNT_OPTS_LEN));
+	le_put64(out + 232, sb->mkfs_time);
+	le_put64(out + 240, sb->mount_time);
+	le_put64(out + 248, sb->write_time);
+	le_put64(out + 256, sb->check_time);
+	le_put32(out + 264, sb->mount_count);
+	le_put32(out + 268, sb->hash_seed);
+	le_put32(out + 272, sb->csum_seed);
+	le_put32(out + 276, sb->last_error_code);
+	le_put64(out + 280, sb->last_error_time);
+	le_put32(out + 1020, ordfs_crc32c(~0u, out, 1020));
+}
+
+static int fail(const char **why, const char *reason)
+{
+	if (why)
+		*why = reason;
+	return -EUCLEAN;
+}
+
+static uint64_t div_round_up(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+int ordfs_super_check_geometry(const struct ordfs_super *sb, const char **why)
+{
+	if (sb->log_block_size < ORDFS_MIN_BLOCK_LOG || sb->log_block_size > ORDFS_MAX_BLOCK_LOG)
+		return fail(why, "block size out of range (1 KiB .. 64 KiB)");
+	uint32_t bs = ordfs_block_size(sb);
+	if (sb->inode_size != ORDFS_INODE_SIZE)
+		return fail(why, "unsupported inode size");
+	if (sb->block_count < 16 || sb->block_count > (1ull << 48))
+		return fail(why, "block count out of range");
+	if (sb->inode_count < ORDFS_FIRST_INO + 1 || sb->inode_count > 0xfffffff0u)
+		return fail(why, "inode count out of range");
+	if (sb->journal_blocks < ORDFS_MIN_JOURNAL_BLOCKS)
+		return fail(why, "journal too small");
+
+	uint32_t bits = ordfs_bits_per_bitmap_block(bs);
+	if (sb->block_bitmap_blocks != div_round_up(sb->block_count, bits))
+		return fail(why, "block bitmap size does not match block count");
+	if (sb->inode_bitmap_blocks != div_round_up(sb->inode_count, bits))
+		return fail(why, "inode bitmap size does not match inode count");
+	if (sb->inode_table_blocks !=
+	    div_round_up((uint64_t)sb->inode_count * ORDFS_INODE_SIZE, bs))
+		return fail(why, "inode table size does not match inode count");
+
+	/* The areas follow each other in a fixed order (see format.h). */
+	if (sb->journal_start != 1)
+		return fail(why, "journal does not start at block 1");
+	if (sb->block_bitmap_start != sb->journal_start + sb->journal_blocks ||
+	    sb->inode_bitmap_start != sb->block_bitmap_start + sb->block_bitmap_blocks ||
+	    sb->inode_table_start != sb->inode_bitmap_start + sb->inode_bitmap_blocks ||
+	    sb->data_start != sb->inode_table_start + sb->inode_table_blocks)
+		return fail(why, "metadata areas are not laid out contiguously");
+	if (sb->data_start + 2 > sb->block_count)
+		return fail(why, "no room for data blocks");
+	if (sb->free_blocks > sb->block_count || sb->free_inodes > sb->inode_count)
+		return fail(why, "free counts larger than totals");
+	if (sb->orphan_head >= sb->inode_count + 1 ||
+	    (sb->orphan_head != 0 && sb->orphan_head < ORDFS_ROOT_INO))
+		return fail(why, "orphan list head out of range");
+	return 0;
+}
+
+int ordfs_super_decode(const uint8_t in[ORDFS_SB_SIZE], struct ordfs_super *sb,
+		       const char **why)
+{
+	memset(sb, 0, sizeof(*sb));
+	sb->magic = le_get32(in + 0);
+	if (sb->magic != ORDFS_SB_MAGIC)
+		return fail(why, "not an ordfs image (bad magic)");
+	if (le_get32(in + 1020) != ordfs_crc32c(~0u, in, 1020))
+		return fail(why, "bad superblock checksum");
+	sb->version = le_get32(in + 4);
+	sb->feature_compat = le_get32(in + 8);
+	sb->feature_incompat = le_get32(in + 12);
+	sb->feature_ro_compat = le_get32(in + 16);
+	sb->log_block_size = le_get32(in + 20);
+	sb->block_count = le_get64(in + 24);
+	sb->inode_count = le_get32(in + 32);
+	sb->inode_size = le_get32(in + 36);
+	sb->journal_start = le_get64(in + 40);
+	sb->journal_blocks = le_get32(in + 48);
+	sb->block_bitmap_blocks = le_get32(in + 52);
+	sb->block_bitmap_start = le_get64(in + 56);
+	sb->inode_bitmap_start = le_get64(in + 64);
+	sb->inode_bitmap_blocks = le_get32(in + 72);
+	sb->inode_table_blocks = le_get32(in + 76);
+	sb->inode_table_start = le_get64(in + 80);
+	sb->data_start = le_get64(in + 88);
+	sb->free_blocks = le_get64(in + 96);
+	sb->free_inodes = le_get32(in + 104);
+	sb->state = le_get32(in + 108);
+	sb->errors = le_get32(in + 112);
+	sb->orphan_head = le_get32(in + 116);
+	memcpy(sb->uuid, in + 120, ORDFS_UUID_LEN);
+	memcpy(sb->label, in + 136, ORDFS_LABEL_LEN);
+	sb->label[ORDFS_LABEL_LEN] = '\0';
+	memcpy(sb->mount_opts, in + 168, ORDFS_MOUNT_OPTS_LEN);
+	sb->mount_opts[ORDFS_MOUNT_OPTS_LEN] = '\0';
+	sb->mkfs_time = le_get64(in + 232);
+	sb->mount_time = le_get64(in + 240);
+	sb->write_time = le_get64(in + 248);
+	sb->check_time = le_get64(in + 256);
+	sb->mount_count = le_get32(in + 264);
+	sb->hash_seed = le_get32(in + 268);
+	sb->csum_seed = le_get32(in + 272);
+	sb->last_error_code = le_get32(in + 276);
+	sb->last_error_time = le_get64(in + 280);
+
+	if (sb->version != ORDFS_VERSION)
+		return fail(why, "unsupported ordfs version");
+	if (sb->feature_incompat & ~ORDFS_FEATURE_INCOMPAT_SUPPORTED) {
+		if (why)
+			*why = "image uses incompatible features this ordfs does not know";
+		return -EOPNOTSUPP;
+	}
+	if (sb->csum_seed != ordfs_crc32c(~0u, sb->uuid, ORDFS_UUID_LEN))
+		return fail(why, "checksum seed does not match the UUID");
+	if (sb->errors < ORDFS_ERRORS_CONTINUE || sb->errors > ORDFS_ERRORS_ABORT)
+		return fail(why, "bad errors= behaviour in superblock");
+	return ordfs_super_check_geometry(sb, why);
+}
+
+/* ---- common metadata block header ------------------------------------- */
+
+void ordfs_block_hdr_init(uint8_t *blk, enum ordfs_block_type type, uint32_t owner,
+			  uint64_t blockno)
+{
+	le_put32(blk + 0, ORDFS_BLOCK_MAGIC);
+	le_put16(blk + 4, (uint16_t)type);
+	le_put16(blk + 6, 0);
+	le_put32(blk + 8, 0);
+	le_put32(blk + 12, owner);
+	le_put64(blk + 16, blockno);
+}
+
+static uint32_t block_csum(const uint8_t *blk, uint32_t block_size, uint32_t seed)
+{
+	static const uint8_t zero[4];
+	uint32_t crc = ordfs_crc32c(seed, blk, 8);
+	crc = ordfs_crc32c(crc, zero, 4);
+	return ordfs_crc32c(crc, blk + 12, block_size - 12);
+}
+
+void ordfs_block_csum_set(uint8_t *blk, uint32_t block_size, uint32_t csum_seed)
+{
+	le_put32(blk + 8, block_csum(blk, block_size, csum_seed));
+}
+
+int ordfs_block_verify(const uint8_t *blk, uint32_t block_size, uint32_t csum_seed,
+		       enum ordfs_block_type type, uint64_t blockno)
+{
+	if (le_get32(blk) != ORDFS_BLOCK_MAGIC || le_get16(blk + 4) != type ||
+	    le_get64(blk + 16) != blockno)
+		return -EUCLEAN;
+	if (le_get32(blk + 8) != block_csum(blk, block_size, csum_seed))
+		return -EUCLEAN;
+	return 0;
+}
+
+/* ---- inodes ------------------------------------------------------------ */
+
+static void put_time(uint8_t *sec, uint8_t *nsec, struct ordfs_timespec t)
+{
+	le_put64(sec, (uint64_t)t.sec);
+	le_put32(nsec, t.nsec);
+}
+
+static struct ordfs_timespec get_time(const uint8_t *sec, const uint8_t *nsec)
+{
+	struct ordfs_timespec t = { (int64_t)le_get64(sec), le_get32(nsec) };
+	return t;
+}
+
+static uint32_t inode_csum(const uint8_t *raw, uint32_t inum, uint32_t seed)
+{
+	uint8_t num[4];
+	le_put32(num, inum);
+	return ordfs_crc32c(ordfs_crc32c(seed, num, 4), raw, ORDFS_INODE_SIZE - 4);
+}
+
+void ordfs_inode_encode(const struct ordfs_inode *ino, uint32_t inum, uint32_t csum_seed,
+			uint8_t out[ORDFS_INODE_SIZE])
+{
+	memset(out, 0, ORDFS_INODE_SIZE);
+	le_put16(out + 0, ino->mode);
+	le_put32(out + 4, ino->uid);
+	le_put32(out + 8, ino->gid);
+	le_put32(out + 12, ino->links);
+	le_put64(out + 16, ino->size);
+	le_put64(out + 24, ino->blocks);
+	put_time(out + 32, out + 64, ino->atime);
+	put_time(out + 40, out + 68, ino->mtime);
+	put_time(out + 48, out + 72, ino->ctime);
+	put_time(out + 56, out + 76, ino->crtime);
+	le_put32(out + 80, ino->generation);
+	le_put32(out + 84, ino->flags);
+	le_put64(out + 88, ino->xattr_block);
+	le_put32(out + 96, ino->next_orphan);
+	le_put32(out + 100, ino->rdev);
+	le_put32(out + 104, ino->parent);
+	memcpy(out + ORDFS_INODE_DATA_OFF, ino->data, ORDFS_INODE_DATA_LEN);
+	le_put32(out + 252, inode_csum(out, inum, csum_seed));
+}
+
+int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
+		       uint32_t csum_seed, struct ordfs_inode *ino)
+{
+	memset(ino, 0, sizeof(*ino));
+	if (le_get32(in + 252) != inode_csum(in, inum, csum_seed))
+		return -EUCLEAN;
+	ino->mode = le_get16(in + 0);
+	ino->uid = le_get32(in + 4);
+	ino->gid = le_get32(in + 8);
+	ino->links = le_get32(in + 12);
+	ino->size = le_get64(in + 16);
+	ino->blocks = le_get64(in + 24);
+	ino->atime = get_time(in + 32, in + 64);
+	ino->mtime = get_time(in + 40, in + 68);
+	ino->ctime = get_time(in + 48, in + 72);
+	ino->crtime = get_time(in + 56, in + 76);
+	ino->generation = le_get32(in + 80);
+	ino->flags = le_get32(in + 84);
+	ino->xattr_block = le_get64(in + 88);
+	ino->next_orphan = le_get32(in + 96);
+	ino->rdev = le_get32(in + 100);
+	ino->parent = le_get32(in + 104);
+	memcpy(ino->data, in + ORDFS_INODE_DATA_OFF, ORDFS_INODE_DATA_LEN);
+
+	if (ino->atime.nsec >= 1000000000u || ino->mtime.nsec >= 1000000000u ||
+	    ino->ctime.nsec >= 1000000000u || ino->crtime.nsec >= 1000000000u)
+		return -EUCLEAN;
+	if (ino->flags & ~ORDFS_INODE_FLAGS_KNOWN)
+		return -EUCLEAN;
+	if (ino->size > (1ull << 62))
+		return -EUCLEAN;
+	return 0;
+}
+
+/* ---- directory name hash ---------------------------------------------- */
+
+/* Two CRC32C lanes with different seeds, folded through a 64-bit mixer
+ * (splitmix64 finaliser) so that neighbouring names spread evenly. */
+uint64_t ordfs_name_hash(uint32_t seed, const char *name, size_t len)
+{
+	uint64_t lo = ordfs_crc32c(seed ^ 0x9e3779b9u, name, len);
+	uint64_t hi = ordfs_crc32c(~seed, name, len);
+	uint64_t h = (hi << 32) | lo;
+	h ^= (uint64_t)len * 0x9e3779b97f4a7c15ull;
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+/* ---- journal blocks ---------------------------------------------------- */
+
+void ordfs_jblock_hdr_init(uint8_t *blk, enum ordfs_journal_block_type type,
+			   uint64_t sequence)
+{
+	le_put32(blk + 0, ORDFS_JOURNAL_MAGIC);
+	le_put32(blk + 4, (uint32_t)type);
+	le_put64(blk + 8, sequence);
+}
+
+static uint32_t jblock_csum(const uint8_t *blk, uint32_t block_size, uint32_t seed)
+{
+	return ordfs_crc32c(seed, blk, block_size - ORDFS_JB_TAIL);
+}
+
+void ordfs_jblock_csum_set(uint8_t *blk, uint32_t block_size, uint32_t csum_seed)
+{
+	le_put32(blk + block_size - ORDFS_JB_TAIL, jblock_csum(blk, block_size, csum_seed));
+}
+
+bool ordfs_jblock_valid(const uint8_t *blk, uint32_t block_size, uint32_t csum_seed,
+			enum ordfs_journal_block_type type, uint64_t sequence)
+{
+	return le_get32(blk) == ORDFS_JOURNAL_MAGIC && le_get32(blk + 4) == (uint32_t)type &&
+	       le_get64(blk + 8) == sequence &&
+	       le_get32(blk + block_size - ORDFS_JB_TAIL) ==
+		       jblock_csum(blk, block_size, csum_seed);
+}
+
+void ordfs_journal_super_encode(const struct ordfs_journal_super *js, uint32_t csum_seed,
+				uint8_t *blk)
+{
+	memset(blk, 0, js->block_size);
+	ordfs_jblock_hdr_init(blk, ORDFS_JB_SUPER, 0);
+	le_put32(blk + 16, js->block_size);
+	le_put32(blk + 20, js->total_blocks);
+	le_put32(blk + 24, js->first);
+	le_put32(blk + 28, js->start);
+	le_put64(blk + 32, js->sequence);
+	le_put32(blk + 40, (uint32_t)js->err);
+	memcpy(blk + 44, js->uuid, ORDFS_UUID_LEN);
+	ordfs_jblock_csum_set(blk, js->block_size, csum_seed);
+}
+
+int ordfs_journal_super_decode(const uint8_t *blk, uint32_t block_size,
+			       uint32_t csum_seed, struct ordfs_journal_super *js,
+			       const char **why)
+{
+	if (!ordfs_jblock_valid(blk, block_size, csum_seed, ORDFS_JB_SUPER, 0))
+		return fail(why, "bad journal superblock (magic or checksum)");
+	js->block_size = le_get32(blk + 16);
+	js->total_blocks = le_get32(blk + 20);
+	js->first = le_get32(blk + 24);
+	js->start = le_get32(blk + 28);
+	js->sequence = le_get64(blk + 32);
+	js->err = (int32_t)le_get32(blk + 40);
+	memcpy(js->uuid, blk + 44, ORDFS_UUID_LEN);
+	if (js->block_size != block_size)
+		return fail(why, "journal block size differs from the filesystem's");
+	if (js->total_blocks < ORDFS_MIN_JOURNAL_BLOCKS || js->first != 1)
+		return fail(why, "journal geometry out of range");
+	if (js->start != 0 && (js->start < js->first || js->start >= js->total_blocks))
+		return fail(why, "journal start out of range");
+	return 0;
+}

@@ -1,0 +1,412 @@
+/*
+ * format.h - the ordfs on-disk format, declared once.
+ *
+ * Owns: every on-disk structure, its byte offsets, its encode/decode pair and
+ * its checksum verify/set pair.  docs/FORMAT.md describes the same layout in
+ * prose; keep the two in step.
+ *
+ * Rules:
+ *  - All integers are little-endian and are converted only here (endian_le.h).
+ *  - Decoded structs are plain host structs; nothing overlays a disk block.
+ *  - Every metadata block carries a CRC32C: the superblock and inodes in their
+ *    last 4 bytes, all other metadata blocks in the common block header,
+ *    journal blocks in their own tail.  Checksums are seeded with the
+ *    filesystem's checksum seed (crc32c of the UUID) so a block copied from
+ *    another ordfs image never verifies.
+ *  - Decoders validate: they return -EUCLEAN (corrupt) or -EINVAL and never
+ *    trust a length, count or block number before bounds-checking it.
+ *
+ * Image layout (block numbers, block size B = 1 << log_block_size):
+ *
+ *   0                      primary superblock (first 1024 bytes used)
+ *   [journal_start, +journal_blocks)        the journal (first block: journal sb)
+ *   [block_bitmap_start, +block_bitmap_blocks)
+ *   [inode_bitmap_start, +inode_bitmap_blocks)
+ *   [inode_table_start, +inode_table_blocks)
+ *   [data_start, block_count - 1)           data, directory, extent, xattr blocks
+ *   block_count - 1                         backup superblock
+ */
+#ifndef ORDFS_FORMAT_H
+#define ORDFS_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "endian_le.h"
+
+/* ---- global constants ------------------------------------------------- */
+
+#define ORDFS_SB_MAGIC 0x5344524fu /* "ORDS" read as little-endian bytes */
+#define ORDFS_VERSION 1u
+#define ORDFS_SB_SIZE 1024u
+#define ORDFS_MIN_BLOCK_LOG 10u /* 1 KiB */
+#define ORDFS_MAX_BLOCK_LOG 16u /* 64 KiB */
+#define ORDFS_INODE_SIZE 256u
+#define ORDFS_NAME_MAX 255u
+#define ORDFS_LABEL_LEN 32u
+#define ORDFS_UUID_LEN 16u
+#define ORDFS_MOUNT_OPTS_LEN 64u
+
+#define ORDFS_ROOT_INO 2u     /* inode 0 is "none", 1 is reserved */
+#define ORDFS_FIRST_INO 3u    /* first inode the allocator hands out */
+#define ORDFS_MIN_JOURNAL_BLOCKS 64u
+
+/* Feature flags, with ext4's meaning: an unknown incompat bit refuses the
+ * mount, an unknown ro_compat bit allows only a read-only mount, an unknown
+ * compat bit is ignored. */
+#define ORDFS_FEATURE_COMPAT_SUPPORTED 0u
+#define ORDFS_FEATURE_INCOMPAT_RECOVER 0x1u  /* journal needs replay */
+#define ORDFS_FEATURE_INCOMPAT_SUPPORTED (ORDFS_FEATURE_INCOMPAT_RECOVER)
+#define ORDFS_FEATURE_RO_COMPAT_SUPPORTED 0u
+
+/* Superblock state bits (s_state). */
+#define ORDFS_STATE_CLEAN 0x1u  /* unmounted cleanly */
+#define ORDFS_STATE_ERROR 0x2u  /* an error was detected; fsck needed */
+
+/* errors= behaviour recorded by mkfs (s_errors). */
+#define ORDFS_ERRORS_CONTINUE 1u
+#define ORDFS_ERRORS_RO 2u
+#define ORDFS_ERRORS_ABORT 3u
+
+/* ---- checksums -------------------------------------------------------- */
+
+uint32_t ordfs_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* ---- superblock (block 0, bytes 0..1023; backup in the last block) ----- */
+/*
+ *   off size field
+ *     0  4  magic                ORDFS_SB_MAGIC
+ *     4  4  version              ORDFS_VERSION
+ *     8  4  feature_compat
+ *    12  4  feature_incompat
+ *    16  4  feature_ro_compat
+ *    20  4  log_block_size       10..16
+ *    24  8  block_count
+ *    32  4  inode_count
+ *    36  4  inode_size           256
+ *    40  8  journal_start        block
+ *    48  4  journal_blocks
+ *    52  4  block_bitmap_blocks
+ *    56  8  block_bitmap_start
+ *    64  8  inode_bitmap_start
+ *    72  4  inode_bitmap_blocks
+ *    76  4  inode_table_blocks
+ *    80  8  inode_table_start
+ *    88  8  data_start
+ *    96  8  free_blocks          advisory; bitmaps are authoritative
+ *   104  4  free_inodes          advisory
+ *   108  4  state                ORDFS_STATE_*
+ *   112  4  errors               ORDFS_ERRORS_*
+ *   116  4  orphan_head          first inode on the orphan list, 0 = none
+ *   120 16  uuid
+ *   136 32  label                NUL-padded
+ *   168 64  mount_opts           default mount options, NUL-padded
+ *   232  8  mkfs_time            seconds since the epoch
+ *   240  8  mount_time
+ *   248  8  write_time
+ *   256  8  check_time           last fsck
+ *   264  4  mount_count
+ *   268  4  hash_seed            seed of the directory name hash
+ *   272  4  csum_seed            crc32c(~0, uuid); seeds every metadata csum
+ *   276  4  last_error_code      errno of the last recorded error, 0 = none
+ *   280  8  last_error_time
+ *   288 ..1019 reserved, zero
+ *  1020  4  checksum             crc32c over bytes 0..1019
+ */
+struct ordfs_super {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t feature_compat;
+	uint32_t feature_incompat;
+	uint32_t feature_ro_compat;
+	uint32_t log_block_size;
+	uint64_t block_count;
+	uint32_t inode_count;
+	uint32_t inode_size;
+	uint64_t journal_start;
+	uint32_t journal_blocks;
+	uint32_t block_bitmap_blocks;
+	uint64_t block_bitmap_start;
+	uint64_t inode_bitmap_start;
+	uint32_t inode_bitmap_blocks;
+	uint32_t inode_table_blocks;
+	uint64_t inode_table_start;
+	uint64_t data_start;
+	uint64_t free_blocks;
+	uint32_t free_inodes;
+	uint32_t state;
+	uint32_t errors;
+	uint32_t orphan_head;
+	uint8_t uuid[ORDFS_UUID_LEN];
+	char label[ORDFS_LABEL_LEN + 1];          /* NUL-terminated in memory */
+	char mount_opts[ORDFS_MOUNT_OPTS_LEN + 1]; /* NUL-terminated in memory */
+	uint64_t mkfs_time;
+	uint64_t mount_time;
+	uint64_t write_time;
+	uint64_t check_time;
+	uint32_t mount_count;
+	uint32_t hash_seed;
+	uint32_t csum_seed;
+	uint32_t last_error_code;
+	uint64_t last_error_time;
+};
+
+void ordfs_super_encode(const struct ordfs_super *sb, uint8_t out[ORDFS_SB_SIZE]);
+/* Decodes and fully validates (magic, checksum, geometry, features).  On
+ * failure returns a negative errno and, if why != NULL, a static one-line
+ * reason ("bad superblock checksum", ...). */
+int ordfs_super_decode(const uint8_t in[ORDFS_SB_SIZE], struct ordfs_super *sb,
+		       const char **why);
+/* Geometry checks only (used by decode and by mkfs before writing). */
+int ordfs_super_check_geometry(const struct ordfs_super *sb, const char **why);
+
+static inline uint32_t ordfs_block_size(const struct ordfs_super *sb)
+{
+	return 1u << sb->log_block_size;
+}
+
+/* ---- common header of every metadata block outside the journal ------- */
+/*
+ *   off size field
+ *     0  4  magic     ORDFS_BLOCK_MAGIC
+ *     4  2  type      ORDFS_BT_*
+ *     6  2  reserved  zero
+ *     8  4  checksum  crc32c(csum_seed, whole block with this field zeroed)
+ *    12  4  owner     inode number owning the block (0 for bitmaps)
+ *    16  8  blockno   the block's own number (catches misdirected writes)
+ *    24     payload
+ */
+#define ORDFS_BLOCK_MAGIC 0x4b4c424fu /* "OBLK" */
+#define ORDFS_BLOCK_HDR_SIZE 24u
+
+enum ordfs_block_type {
+	ORDFS_BT_BLOCK_BITMAP = 1,
+	ORDFS_BT_INODE_BITMAP = 2,
+	ORDFS_BT_EXTENT = 3,
+	ORDFS_BT_DIR_LEAF = 4,
+	ORDFS_BT_DIR_INDEX = 5,
+	ORDFS_BT_XATTR = 6,
+	ORDFS_BT_SYMLINK = 7,
+};
+
+void ordfs_block_hdr_init(uint8_t *blk, enum ordfs_block_type type, uint32_t owner,
+			  uint64_t blockno);
+/* Recomputes the checksum; call after the last change before a block is
+ * handed to the journal or written. */
+void ordfs_block_csum_set(uint8_t *blk, uint32_t block_size, uint32_t csum_seed);
+/* 0, or -EUCLEAN if magic, type, block number or checksum is wrong. */
+int ordfs_block_verify(const uint8_t *blk, uint32_t block_size, uint32_t csum_seed,
+		       enum ordfs_block_type type, uint64_t blockno);
+
+static inline uint32_t ordfs_block_owner(const uint8_t *blk)
+{
+	return le_get32(blk + 12);
+}
+
+/* Bits one bitmap block holds. */
+static inline uint32_t ordfs_bits_per_bitmap_block(uint32_t block_size)
+{
+	return (block_size - ORDFS_BLOCK_HDR_SIZE) * 8u;
+}
+
+/* ---- extents (in the inode root and in ORDFS_BT_EXTENT blocks) -------- */
+/*
+ * Node header (8 bytes), then `entries` records of 24 bytes:
+ *   node header:  0 u16 magic ORDFS_EXTENT_MAGIC, 2 u16 entries,
+ *                 4 u16 max_entries, 6 u16 depth (0 = leaf)
+ *   leaf record:  0 u64 logical block, 8 u64 physical block,
+ *                16 u32 length in blocks, 20 u32 flags (ORDFS_EXT_*)
+ *   index record: 0 u64 first logical block covered, 8 u64 child block,
+ *                16 u64 reserved (zero)
+ * In an extent block the node starts after the common block header.
+ */
+#define ORDFS_EXTENT_MAGIC 0xf30au
+#define ORDFS_EXTENT_NODE_HDR 8u
+#define ORDFS_EXTENT_REC 24u
+#define ORDFS_EXT_UNWRITTEN 0x1u /* allocated, reads as zeros (fallocate) */
+#define ORDFS_EXT_MAX_LEN 0x8000000u /* 2^27 blocks per record */
+
+struct ordfs_extent {
+	uint64_t logical;
+	uint64_t physical;
+	uint32_t len;
+	uint32_t flags;
+};
+
+/* ---- inode (256 bytes in the inode table) ----------------------------- */
+/*
+ *   off size field
+ *     0  2  mode          S_IFMT | permission bits; 0 = free slot
+ *     2  2  reserved
+ *     4  4  uid
+ *     8  4  gid
+ *    12  4  links
+ *    16  8  size          bytes (i_disksize: what the extents cover)
+ *    24  8  blocks        filesystem blocks charged (data + extent + xattr)
+ *    32  8  atime_sec     signed
+ *    40  8  mtime_sec
+ *    48  8  ctime_sec
+ *    56  8  crtime_sec
+ *    64  4  atime_nsec
+ *    68  4  mtime_nsec
+ *    72  4  ctime_nsec
+ *    76  4  crtime_nsec
+ *    80  4  generation
+ *    84  4  flags         ORDFS_INODE_*
+ *    88  8  xattr_block   0 = none
+ *    96  4  next_orphan   next inode on the orphan list
+ *   100  4  rdev          device number for block/char nodes
+ *   104  4  parent        directories: inode of ".."
+ *   108  4  reserved
+ *   112 128 data          extent root node (8 + 5 * 24 bytes), or the
+ *                         target of a fast symlink (< 128 bytes)
+ *   240 12  reserved
+ *   252  4  checksum      crc32c(csum_seed, ino(le32) + bytes 0..251)
+ */
+#define ORDFS_INODE_DATA_OFF 112u
+#define ORDFS_INODE_DATA_LEN 128u
+#define ORDFS_INODE_ROOT_EXTENTS \
+	((ORDFS_INODE_DATA_LEN - ORDFS_EXTENT_NODE_HDR) / ORDFS_EXTENT_REC)
+#define ORDFS_FAST_SYMLINK_MAX (ORDFS_INODE_DATA_LEN - 1u)
+
+#define ORDFS_INODE_FAST_SYMLINK 0x1u /* target stored in data[] */
+#define ORDFS_INODE_ORPHAN 0x2u       /* on the orphan list */
+#define ORDFS_INODE_FLAGS_KNOWN (ORDFS_INODE_FAST_SYMLINK | ORDFS_INODE_ORPHAN)
+
+struct ordfs_timespec {
+	int64_t sec;
+	uint32_t nsec;
+};
+
+struct ordfs_inode {
+	uint16_t mode;
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t links;
+	uint64_t size;
+	uint64_t blocks;
+	struct ordfs_timespec atime, mtime, ctime, crtime;
+	uint32_t generation;
+	uint32_t flags;
+	uint64_t xattr_block;
+	uint32_t next_orphan;
+	uint32_t rdev;
+	uint32_t parent;
+	uint8_t data[ORDFS_INODE_DATA_LEN];
+};
+
+void ordfs_inode_encode(const struct ordfs_inode *ino, uint32_t inum, uint32_t csum_seed,
+			uint8_t out[ORDFS_INODE_SIZE]);
+/* 0, or -EUCLEAN (bad checksum, nsec >= 10^9, unknown flags, ...). */
+int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
+		       uint32_t csum_seed, struct ordfs_inode *ino);
+
+/* Where inode `inum` lives: block number and byte offset in that block. */
+static inline void ordfs_inode_location(const struct ordfs_super *sb, uint32_t inum,
+					uint64_t *block, uint32_t *offset)
+{
+	uint32_t per_block = ordfs_block_size(sb) / ORDFS_INODE_SIZE;
+	uint32_t idx = inum - 1; /* inode numbers start at 1 */
+
+	*block = sb->inode_table_start + idx / per_block;
+	*offset = (idx % per_block) * ORDFS_INODE_SIZE;
+}
+
+/* ---- directories (blocks of the directory file, mapped by its extents) --- */
+/*
+ * Logical block 0 of a non-empty directory is the root of a B+tree keyed by
+ * the 64-bit name hash; "." and ".." are not stored (".." is inode.parent).
+ *
+ * Index block (type ORDFS_BT_DIR_INDEX), after the common header:
+ *   24 u16 count, 26 u16 level (1 = children are leaves), 28 u32 reserved,
+ *   32 records of 16 bytes: u64 lowest hash in child, u64 child logical block
+ * Leaf block (type ORDFS_BT_DIR_LEAF), after the common header:
+ *   24 u16 count, 26 u16 used bytes of the entry area, 28 u32 next leaf
+ *   (logical block, 0 = last), 32 entries, sorted by (hash, name):
+ *     0 u64 hash, 8 u32 inode, 12 u8 file type (DT_*), 13 u8 name length,
+ *     14 name bytes; each entry padded to a multiple of 8 bytes.
+ * All entries with the same hash live in one leaf.
+ */
+#define ORDFS_DIR_NODE_HDR 32u
+#define ORDFS_DIR_INDEX_REC 16u
+#define ORDFS_DIR_ENTRY_FIXED 14u
+
+static inline uint32_t ordfs_dir_entry_size(uint32_t namelen)
+{
+	return (ORDFS_DIR_ENTRY_FIXED + namelen + 7u) & ~7u;
+}
+
+/* 64-bit keyed hash of a directory entry name. */
+uint64_t ordfs_name_hash(uint32_t seed, const char *name, size_t len);
+
+/* ---- journal (blocks [journal_start, +journal_blocks)) ----------------- */
+/*
+ * Every journal block except data copies starts with a 16-byte header:
+ *   0 u32 magic ORDFS_JOURNAL_MAGIC, 4 u32 type (ORDFS_JB_*), 8 u64 sequence
+ * and ends with a u32 crc32c(csum_seed, block with the tail zeroed).
+ *
+ * Journal superblock (log block 0):
+ *   16 u32 block_size, 20 u32 total log blocks (== journal_blocks),
+ *   24 u32 first (first usable log block, 1), 28 u32 start (log block of the
+ *   oldest live transaction, 0 = log empty), 32 u64 sequence (of the
+ *   transaction at `start`, or the next one when empty), 40 i32 errno
+ *   (journal aborted with this error, 0 = fine), 44 u8[16] uuid
+ *
+ * Descriptor block: 16 u32 tag count, 20 u32 reserved, then tags of 16 bytes:
+ *   0 u64 target block, 8 u32 flags (ORDFS_JTAG_*), 12 u32 crc32c(csum_seed,
+ *   sequence(le64) + the block as it will be written home)
+ *   Each tag's block copy follows the descriptor in the log, in tag order.
+ * Revoke block: 16 u32 record count, 20 u32 reserved, then u64 block numbers.
+ * Commit block: 16 u32 blocks in this transaction (descriptors, copies and
+ *   revokes, not counting the commit block), 20 u32 crc32c over those blocks
+ *   in log order, 24 u64 commit time sec, 32 u32 nsec
+ */
+#define ORDFS_JOURNAL_MAGIC 0x4c4e524au /* "JRNL" */
+#define ORDFS_JB_HDR 16u
+#define ORDFS_JB_TAIL 4u
+#define ORDFS_JTAG_SIZE 16u
+#define ORDFS_JTAG_ESCAPED 0x1u /* copy began with the journal magic; zeroed */
+
+enum ordfs_journal_block_type {
+	ORDFS_JB_SUPER = 1,
+	ORDFS_JB_DESCRIPTOR = 2,
+	ORDFS_JB_COMMIT = 3,
+	ORDFS_JB_REVOKE = 4,
+};
+
+struct ordfs_journal_super {
+	uint32_t block_size;
+	uint32_t total_blocks;
+	uint32_t first;
+	uint32_t start;
+	uint64_t sequence;
+	int32_t err;
+	uint8_t uuid[ORDFS_UUID_LEN];
+};
+
+static inline uint32_t ordfs_jtags_per_descriptor(uint32_t block_size)
+{
+	return (block_size - ORDFS_JB_HDR - 8u - ORDFS_JB_TAIL) / ORDFS_JTAG_SIZE;
+}
+
+static inline uint32_t ordfs_jrevokes_per_block(uint32_t block_size)
+{
+	return (block_size - ORDFS_JB_HDR - 8u - ORDFS_JB_TAIL) / 8u;
+}
+
+void ordfs_jblock_hdr_init(uint8_t *blk, enum ordfs_journal_block_type type,
+			   uint64_t sequence);
+void ordfs_jblock_csum_set(uint8_t *blk, uint32_t block_size, uint32_t csum_seed);
+/* True if the block has the journal magic, the given type and sequence and a
+ * valid tail checksum. */
+bool ordfs_jblock_valid(const uint8_t *blk, uint32_t block_size, uint32_t csum_seed,
+			enum ordfs_journal_block_type type, uint64_t sequence);
+
+void ordfs_journal_super_encode(const struct ordfs_journal_super *js, uint32_t csum_seed,
+				uint8_t *blk);
+int ordfs_journal_super_decode(const uint8_t *blk, uint32_t block_size,
+			       uint32_t csum_seed, struct ordfs_journal_super *js,
+			       const char **why);
+
+#endif

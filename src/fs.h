@@ -1,0 +1,78 @@
+/*
+ * fs.h - one mounted ordfs: the object every layer above the block device
+ * hangs off, and mount/unmount.
+ *
+ * Owns: struct ordfs, the in-memory superblock, the mount sequence
+ * (validate superblock -> recover journal -> load allocator -> open journal
+ * -> mark the image in use) and the unmount sequence (write back data ->
+ * commit -> checkpoint -> mark clean).
+ *
+ * Rules:
+ *  - ordfs_mount validates everything before it writes anything; a refused
+ *    mount leaves the image byte-for-byte unchanged.
+ *  - Block 0 is written directly only while the journal is closed (before
+ *    journal_open, after journal_close); while mounted it changes only
+ *    through the journal (orphan list head).
+ */
+#ifndef ORDFS_FS_H
+#define ORDFS_FS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "journal/journal.h"
+
+struct blockdev;
+struct bcache;
+struct alloc;
+struct inode_cache;
+
+struct ordfs_options {
+	enum journal_data_mode data_mode;
+	unsigned commit_interval_ms; /* default 5000 */
+	bool barrier;                /* default true */
+	bool readonly;
+	uint32_t cache_buffers;      /* metadata buffer cache size; 0 = default */
+	uint64_t dirty_limit_bytes;  /* delayed-allocation dirty data bound; 0 = default */
+};
+
+void ordfs_options_default(struct ordfs_options *opts);
+
+struct ordfs {
+	struct blockdev *bd;
+	struct ordfs_options opts;
+	uint32_t block_size;
+	uint32_t csum_seed;
+
+	pthread_mutex_t sb_lock; /* guards sb */
+	struct ordfs_super sb;
+
+	struct bcache *cache;
+	struct journal *journal; /* NULL when mounted read-only */
+	struct alloc *alloc;
+	struct inode_cache *icache;
+
+	struct journal_recovery_info recovery; /* what the mount replayed */
+};
+
+/* Mounts the image on bd (not owned).  On failure returns a negative errno
+ * and a one-line reason in *why; nothing has been written. */
+int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct ordfs **out,
+		const char **why);
+/* Writes back all data, commits, checkpoints, marks the image clean and
+ * frees fs.  Returns the first error (fs is freed either way). */
+int ordfs_unmount(struct ordfs *fs);
+
+/* Reads and validates the primary superblock (or the backup if use_backup). */
+int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *sb,
+		     const char **why);
+/* Writes the superblock to block 0 (and, with backup, to the last block).
+ * Only while the journal is closed. */
+int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool backup);
+
+/* Current time as an on-disk timestamp. */
+struct ordfs_timespec ordfs_now(void);
+
+#endif

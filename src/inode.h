@@ -1,0 +1,71 @@
+/*
+ * inode.h - in-memory inodes and the inode table.
+ *
+ * Owns: struct inode (the in-memory copy of an on-disk inode plus the state
+ * that never reaches disk), the inode cache keyed by inode number, and the
+ * encoding of inodes into inode table blocks under a handle.
+ *
+ * Rules:
+ *  - inode->lock (rwlock) owns inode->d, the inode's extent tree, its
+ *    directory blocks and its page cache.  Readers take it shared, writers
+ *    exclusive.  Two inodes are locked in ascending inode number, except
+ *    parent-before-child in lookups; directory renames also take
+ *    fs-level rename_lock first (see DESIGN.md, "Locking").
+ *  - inode->d is authoritative in memory; inode_write() copies it into the
+ *    inode table buffer under a handle.  d.size is the on-disk size
+ *    (i_disksize): it covers only data whose allocation is recorded.
+ *    inode->size is what users see (>= d.size while data is delayed).
+ *  - inode_write records the handle's transaction in sync_tid, so fsync
+ *    knows which commit it needs; datasync_tid only when more than
+ *    timestamps changed (INODE_WRITE_DATASYNC).
+ */
+#ifndef ORDFS_INODE_H
+#define ORDFS_INODE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "format.h"
+
+struct ordfs;
+struct handle;
+struct page_cache;
+
+struct inode {
+	uint32_t ino;
+	pthread_rwlock_t lock;
+	struct ordfs_inode d;  /* on-disk fields (inode->lock) */
+	uint64_t size;         /* user-visible size (inode->lock) */
+	uint64_t sync_tid;     /* last transaction that changed the inode */
+	uint64_t datasync_tid; /* last transaction that changed more than times */
+	struct page_cache *pages; /* file data awaiting writeback (file.c) */
+
+	/* inode_cache lock */
+	uint32_t refs;
+	struct inode *hash_next;
+};
+
+int inode_cache_create(struct ordfs *fs, struct inode_cache **out);
+/* Frees every cached inode; none may be referenced. */
+void inode_cache_destroy(struct inode_cache *ic);
+
+/* Returns the inode with a reference.  -ENOENT if the slot is free (mode 0),
+ * -EINVAL if ino is out of range, -EUCLEAN if its checksum is bad. */
+int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out);
+void inode_hold(struct ordfs *fs, struct inode *inode);
+void inode_put(struct ordfs *fs, struct inode *inode);
+
+#define INODE_WRITE_DATASYNC 0x1u /* more than timestamps changed */
+#define INODE_WRITE_CREDITS 1u
+
+/* Encodes inode->d into its inode table block under h. */
+int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigned flags);
+
+/* Allocates and initialises a new inode (links 0: the caller links it). */
+int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mode,
+		 uint32_t uid, uint32_t gid, struct inode **out);
+
+/* Reads an inode straight from the table without caching (checker). */
+int inode_read_raw(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out);
+
+#endif

@@ -1,0 +1,176 @@
+/*
+ * journal.h - JBD-style write-ahead journal: handles, transactions, commit,
+ * checkpoint and recovery.
+ *
+ * Owns: the log area of the image and the transaction state machine
+ *
+ *     RUNNING --(commit starts: handles drained, buffers copied)--> COMMITTING
+ *     COMMITTING --(log written, F1, commit record, F2)--> COMMITTED
+ *     COMMITTED --(home blocks written, F3, log tail advanced, F4)--> gone
+ *
+ * Copy-at-commit: when a commit starts it waits for the running
+ * transaction's handles to finish (new handles wait, briefly), copies every
+ * buffer of the transaction into private memory and opens the next
+ * transaction.  The copies are what is logged and, after the commit, what
+ * the checkpoint writes home.  So a commit never blocks modifications for
+ * longer than one memcpy per buffer, and the checkpoint never writes bytes
+ * of an uncommitted transaction.  (jbd2 freezes buffers on first write
+ * access during a commit instead; see DESIGN.md for why we copy.)
+ *
+ * The durability rules.  Code that keeps one cites it as [Jn].
+ *
+ *  J1 Ordered data first.  In data=ordered, data blocks that a transaction
+ *     makes reachable (newly allocated) are written before the handle that
+ *     records the allocation starts, so flush F1 of that transaction's commit
+ *     makes them durable before its commit record can count.  Overwrites of
+ *     blocks already allocated are not ordered (as in jbd2).
+ *  J2 Log before commit record.  Descriptor, block copies and revoke blocks
+ *     are written, then F1 (flush), then the commit record.
+ *  J3 Committed means durable.  After the commit record is written, F2; only
+ *     then is the transaction committed: waiters are released, its copies
+ *     become checkpointable and the blocks it freed become allocatable.
+ *  J4 Checkpoint before reuse.  Log space is reused only after the
+ *     transactions in it are written home, F3, the journal superblock's tail
+ *     is advanced, F4.
+ *  J5 No reuse before the free commits.  A block freed by transaction T is
+ *     not allocated again until T has committed (J3); a checkpoint never
+ *     writes a copy of a block whose free has committed.
+ *  J6 Revoke.  Freeing a block that a live transaction in the log holds
+ *     records a revoke in the freeing transaction, so replay never writes an
+ *     old copy over the block's new contents.
+ *  J7 Sequence.  Sequence numbers only grow; recovery leaves the journal
+ *     empty with the next sequence after the last one replayed, so a stale
+ *     commit record left in the log can never match again.
+ *  J8 Handles never wait for commits.  Code holding a handle must not wait
+ *     for a commit or a checkpoint (the commit waits for handles: deadlock).
+ *
+ * Locking: journal->state_lock guards transaction state and the journal
+ * fields of struct buf.  Order: inode locks -> journal_start (may sleep) ->
+ * allocator lock -> state_lock -> bcache lock.  One commit thread does all
+ * commits and checkpoints, so log I/O is never concurrent with itself.
+ */
+#ifndef ORDFS_JOURNAL_H
+#define ORDFS_JOURNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../format.h"
+
+struct blockdev;
+struct bcache;
+struct buf;
+struct journal;
+struct handle;
+
+enum journal_data_mode {
+	JOURNAL_DATA_ORDERED = 0,  /* default */
+	JOURNAL_DATA_WRITEBACK = 1,
+};
+
+struct journal_config {
+	enum journal_data_mode data_mode;
+	unsigned commit_interval_ms; /* periodic commit; 0 = only on demand */
+	bool barrier;                /* issue flushes (F1..F4) */
+	/* Called by the commit thread after a transaction commits, once per
+	 * extent that transaction freed (J5).  May be NULL. */
+	void (*release_freed)(void *ctx, uint64_t start, uint32_t len);
+	void *release_ctx;
+};
+
+struct journal_stats {
+	uint64_t commits;          /* transactions committed */
+	uint64_t commit_requests;  /* journal_commit_wait() calls that waited */
+	uint64_t blocks_logged;    /* metadata copies written to the log */
+	uint64_t revokes_logged;
+	uint64_t checkpoints;
+	uint64_t blocks_checkpointed;
+	uint64_t flushes;
+	uint64_t running_tid;
+	uint64_t committed_tid;    /* highest committed sequence */
+	uint32_t log_used;         /* log blocks holding live transactions */
+	uint32_t log_total;
+};
+
+/* Opens the journal of an image whose log is empty (recovery already done:
+ * journal_open refuses a non-empty log with -EUCLEAN).  Starts the commit
+ * thread. */
+int journal_open(struct blockdev *bd, struct bcache *cache, const struct ordfs_super *sb,
+		 const struct journal_config *cfg, struct journal **out);
+/* Commits, checkpoints everything, leaves the log empty, stops the thread.
+ * Returns the first error seen (the journal is freed either way). */
+int journal_close(struct journal *j);
+
+/* ---- handles (one per filesystem operation) --------------------------- */
+
+/* Starts a handle that may dirty up to `credits` metadata blocks.  May wait
+ * for a commit to make room.  -EROFS if the journal has aborted, -E2BIG if
+ * credits exceed the largest transaction the log allows. */
+int journal_start(struct journal *j, uint32_t credits, struct handle **out);
+/* Ends the handle.  Returns -EROFS if the journal aborted meanwhile. */
+int journal_stop(struct handle *h);
+/* Sequence number of the transaction this handle belongs to. */
+uint64_t journal_handle_tid(const struct handle *h);
+
+#define JWA_CSUM_HDR 0x1u /* block has the common header: set csum at commit */
+
+/* Declares that the caller is about to modify b under this handle: b joins
+ * the running transaction (and is pinned until checkpointed).  Call before
+ * every modification; cheap when b is already in the transaction. */
+int journal_get_write_access(struct handle *h, struct buf *b, unsigned flags);
+/* A block is being freed in this handle's transaction: drop it from the
+ * transaction, record a revoke if the log holds it (J6), and remember the
+ * free for the checkpoint (J5).  Safe for blocks never journaled. */
+int journal_forget(struct handle *h, uint64_t blockno);
+/* Records an extent of blocks freed by this handle's transaction; it is
+ * handed to cfg->release_freed once the transaction commits (J5). */
+int journal_add_freed(struct handle *h, uint64_t start, uint32_t len);
+
+/* ---- commits ---------------------------------------------------------- */
+
+uint64_t journal_running_tid(struct journal *j);
+/* Makes sure transaction tid is committed, starting its commit if it is the
+ * running one, and waits.  0 if it committed (or was already), -EIO if it
+ * failed, -EROFS if the journal is aborted.  Concurrent callers for the same
+ * transaction share one commit (group commit). */
+int journal_commit_wait(struct journal *j, uint64_t tid);
+/* Commits the running transaction (if it holds anything) and waits. */
+int journal_force_commit(struct journal *j);
+/* Commits and then checkpoints everything: the log is empty on return. */
+int journal_flush_all(struct journal *j);
+
+/* Marks the journal aborted with err: handles fail with -EROFS from now on
+ * and nothing more is committed.  Idempotent. */
+void journal_abort(struct journal *j, int err);
+int journal_aborted(struct journal *j);
+
+void journal_get_stats(struct journal *j, struct journal_stats *out);
+
+/* ---- recovery (shared by the daemon's mount and fsck) ----------------- */
+
+struct journal_recovery_info {
+	bool needed;                /* the log was not empty */
+	uint64_t first_seq;         /* first transaction found */
+	uint64_t next_seq;          /* first sequence not found (end of log) */
+	uint32_t transactions;      /* complete transactions replayed */
+	uint32_t blocks_replayed;
+	uint32_t blocks_revoked;    /* tags skipped because of a revoke */
+	uint32_t revoke_records;
+	uint32_t bad_tag_csums;     /* tags whose copy failed its checksum */
+};
+
+#define JOURNAL_RECOVER_DRY_RUN 0x1u /* scan only; write nothing */
+
+/* Three passes over the log (scan, revoke, replay), writing replayed blocks
+ * home, flushing, then marking the log empty with the next sequence (J7).
+ * Idempotent: a crash at any point is recovered by running it again.
+ * Returns 0 (info filled) or a negative errno; a corrupt journal superblock
+ * is -EUCLEAN. */
+int journal_recover(struct blockdev *bd, const struct ordfs_super *sb, unsigned flags,
+		    struct journal_recovery_info *info);
+
+/* Reads the journal superblock: is the log empty? (0 = empty, 1 = needs
+ * recovery, negative errno on error.) */
+int journal_needs_recovery(struct blockdev *bd, const struct ordfs_super *sb);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * ops.h - filesystem operations: the calls the FUSE glue, mkfs and the tests
+ * make.  Everything behind these lives in the core library, callable
+ * without a mount.
+ *
+ * Rules:
+ *  - Every operation is atomic with respect to crashes: it runs in one
+ *    journal handle (or a chain protected by the orphan list, for truncate).
+ *  - Operations return 0 / a byte count or a negative errno and leave no
+ *    half-done state behind.
+ *  - Inode arguments are held references (inode_get); returned inodes carry
+ *    a new reference the caller drops with inode_put.
+ */
+#ifndef ORDFS_OPS_H
+#define ORDFS_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ordfs;
+struct inode;
+
+struct ordfs_cred {
+	uint32_t uid, gid;
+};
+
+/* ---- namespace (namei.c) ---------------------------------------------- */
+
+int ordfs_lookup(struct ordfs *fs, struct inode *dir, const char *name,
+		 struct inode **out);
+int ordfs_mkdir(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		const struct ordfs_cred *cred, struct inode **out);
+/* Creates a regular file (or another non-directory type via mode). */
+int ordfs_create(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		 const struct ordfs_cred *cred, struct inode **out);
+int ordfs_unlink(struct ordfs *fs, struct inode *dir, const char *name);
+int ordfs_rmdir(struct ordfs *fs, struct inode *dir, const char *name);
+int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
+		 struct inode *newdir, const char *newname, unsigned flags);
+
+/* ---- file data (file.c) ----------------------------------------------- */
+
+ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
+		    uint64_t off);
+ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
+		   uint64_t off);
+int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size);
+/* Makes the file's data and the metadata needed to reach it durable. */
+int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync);
+/* Writes back all dirty data and commits (ordfsctl sync, unmount). */
+int ordfs_sync(struct ordfs *fs);
+
+#endif
