@@ -1,0 +1,55 @@
+/*
+ * helpers.h - shared fixtures for the Check unit tests.
+ *
+ * A test filesystem is a fresh mkfs on an in-memory device, seen through a
+ * recording wrapper (counts, latch, faults), mounted with the real mount
+ * path.  Every test that mounts ends with tfs_unmount_and_check(), which
+ * unmounts, remounts read-only and runs the library checker: a test that
+ * leaves the filesystem inconsistent fails there.
+ */
+#ifndef ORDFS_TEST_HELPERS_H
+#define ORDFS_TEST_HELPERS_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "fs.h"
+#include "inode.h"
+#include "ops.h"
+#include "blockdev/blockdev.h"
+#include "cache/bcache.h"
+#include "journal/journal.h"
+#include "alloc/alloc.h"
+
+struct test_fs {
+	struct blockdev *mem;  /* the image bytes */
+	struct blockdev *rec;  /* recording wrapper the fs uses */
+	struct ordfs *fs;
+	struct ordfs_options opts;
+};
+
+/* mkfs (size bytes, block size, journal blocks; 0 = defaults) + mount. */
+void tfs_setup(struct test_fs *t, uint64_t size, uint32_t block_size,
+	       uint32_t journal_blocks);
+/* Mount again (after tfs_unmount or a simulated crash). */
+void tfs_mount(struct test_fs *t);
+void tfs_unmount(struct test_fs *t);
+/* Unmount, run the checker on the image, assert it is clean, free all. */
+void tfs_unmount_and_check(struct test_fs *t);
+/* Free everything without unmounting cleanly (a crash: the image keeps
+ * whatever was written so far). */
+void tfs_crash(struct test_fs *t);
+void tfs_free(struct test_fs *t);
+
+/* Runs the checker on the image bytes; returns the number of problems and
+ * prints them to stderr. */
+int tfs_check_image(struct test_fs *t);
+
+/* Handle convenience: start with credits, ck_assert on failure. */
+struct handle *tfs_start(struct test_fs *t, uint32_t credits);
+void tfs_stop(struct handle *h);
+
+/* Root inode with a reference. */
+struct inode *tfs_root(struct test_fs *t);
+
+#endif
