@@ -55,6 +55,11 @@ struct ordfs {
 	struct inode_cache *icache;
 
 	struct journal_recovery_info recovery; /* what the mount replayed */
+
+	pthread_mutex_t orphan_lock;  /* orphan list: sb.orphan_head, next_orphan */
+	pthread_mutex_t rename_lock;  /* directory renames across parents */
+	uint64_t dirty_pages;         /* delayed pages fs-wide (atomic) */
+	uint64_t dirty_limit_pages;   /* writers write back beyond this */
 };
 
 /* Mounts the image on bd (not owned).  On failure returns a negative errno

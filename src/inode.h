@@ -23,6 +23,7 @@
 #define ORDFS_INODE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "format.h"
@@ -39,9 +40,11 @@ struct inode {
 	uint64_t sync_tid;     /* last transaction that changed the inode */
 	uint64_t datasync_tid; /* last transaction that changed more than times */
 	struct page_cache *pages; /* file data awaiting writeback (file.c) */
+	bool times_dirty;      /* d's timestamps changed since the last inode_write */
 
 	/* inode_cache lock */
 	uint32_t refs;
+	bool evicting;         /* links == 0 and being freed on disk */
 	struct inode *hash_next;
 };
 
@@ -64,6 +67,11 @@ int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigne
 /* Allocates and initialises a new inode (links 0: the caller links it). */
 int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mode,
 		 uint32_t uid, uint32_t gid, struct inode **out);
+
+/* Calls fn on every cached inode (each held for the call); stops at the
+ * first error and returns it. */
+int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inode *, void *),
+			 void *ctx);
 
 /* Reads an inode straight from the table without caching (checker). */
 int inode_read_raw(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out);

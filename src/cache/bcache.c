@@ -230,6 +230,23 @@ int bcache_get_new(struct bcache *c, uint64_t blockno, struct buf **out)
 	return 0;
 }
 
+struct buf *bcache_peek(struct bcache *c, uint64_t blockno)
+{
+	struct buf *found = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	for (struct buf *b = *hash_slot(c, blockno); b; b = b->hash_next) {
+		if (b->blockno == blockno && b->uptodate) {
+			if (b->refcount++ == 0)
+				lru_remove(c, b);
+			found = b;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
 void bcache_hold(struct bcache *c, struct buf *b)
 {
 	pthread_mutex_lock(&c->lock);

@@ -47,7 +47,7 @@ struct buf {
 
 	/* journal->state_lock (see journal.h) */
 	struct transaction *jtx;     /* running transaction that will log it */
-	struct buf *jtx_next;        /* link in jtx's buffer list */
+	bool csum_hdr;               /* common block header: csum set at commit */
 	bool in_commit;              /* a copy is being written by a commit */
 	uint8_t *committed;          /* newest committed copy not yet home */
 	uint64_t committed_seq;      /* transaction that committed it */
@@ -77,6 +77,9 @@ int bcache_read(struct bcache *c, uint64_t blockno, struct buf **out);
 /* Returns the buffer for a block the caller is about to initialise in full
  * (a freshly allocated metadata block): no read, contents zeroed. */
 int bcache_get_new(struct bcache *c, uint64_t blockno, struct buf **out);
+/* Returns the cached buffer for blockno with a reference, or NULL if it is
+ * not cached (never reads). */
+struct buf *bcache_peek(struct bcache *c, uint64_t blockno);
 /* Takes another reference on a buffer already held. */
 void bcache_hold(struct bcache *c, struct buf *b);
 void bcache_put(struct bcache *c, struct buf *b);

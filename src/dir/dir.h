@@ -33,7 +33,7 @@ struct inode;
 /* Validates a name (see rules).  0 or -EINVAL / -ENAMETOOLONG. */
 int dir_check_name(const char *name, size_t len);
 
-/* 0 with *ino/*dtype set, -ENOENT, or a negative errno. dtype may be NULL. */
+/* 0 with *ino and *dtype set, -ENOENT, or a negative errno. dtype may be NULL. */
 int dir_lookup(struct ordfs *fs, struct inode *dir, const char *name, size_t len,
 	       uint32_t *ino, uint8_t *dtype);
 /* Adds name -> ino.  -EEXIST if the name exists (nothing changed). */

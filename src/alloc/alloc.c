@@ -1,0 +1,459 @@
+/*
+ * alloc.c - block and inode allocation over the on-disk bitmaps.
+ *
+ * Owns: the in-memory block map (a bit per block: in use, claimed, or freed
+ * by an uncommitted transaction), the in-memory inode map, the counters,
+ * and the bits of the bitmap blocks.  See alloc.h for the rules; in short:
+ * a block is handed out only when it is free on disk and its free has
+ * committed [J5]; on-disk bits change only under a handle; a->lock guards
+ * all of it and is taken inside a handle, outside the journal state lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "../cache/bcache.h"
+#include "../journal/journal.h"
+
+struct alloc {
+	struct bcache *cache;
+	uint32_t block_size;
+	uint32_t csum_seed;
+	uint32_t bits_per_block;
+	uint64_t block_count;
+	uint64_t data_start, data_end; /* allocatable: [data_start, data_end) */
+	uint64_t block_bitmap_start;
+	uint64_t inode_bitmap_start;
+	uint32_t inode_count;
+
+	pthread_mutex_t lock;
+	uint64_t *map;        /* block map, 1 = unavailable */
+	uint64_t *imap;       /* inode map, 1 = in use (bit i = inode i + 1) */
+	uint64_t map_free;    /* zero bits of map in the data area */
+	uint64_t reserved;    /* delayed-allocation reservations */
+	uint64_t pending_free;
+	uint32_t free_inodes;
+	uint64_t rotor;       /* where the last claim ended */
+};
+
+static bool bit_test(const uint64_t *map, uint64_t i)
+{
+	return (map[i / 64] >> (i % 64)) & 1;
+}
+
+static void bit_set(uint64_t *map, uint64_t i)
+{
+	map[i / 64] |= 1ull << (i % 64);
+}
+
+static void bit_clear(uint64_t *map, uint64_t i)
+{
+	map[i / 64] &= ~(1ull << (i % 64));
+}
+
+/* ---- on-disk bitmap blocks -------------------------------------------- */
+
+static bool disk_bit(const uint8_t *blk, uint32_t bit)
+{
+	return (blk[ORDFS_BLOCK_HDR_SIZE + bit / 8] >> (bit % 8)) & 1;
+}
+
+static void disk_bit_put(uint8_t *blk, uint32_t bit, bool on)
+{
+	uint8_t *p = &blk[ORDFS_BLOCK_HDR_SIZE + bit / 8];
+	if (on)
+		*p |= (uint8_t)(1u << (bit % 8));
+	else
+		*p &= (uint8_t)~(1u << (bit % 8));
+}
+
+static int read_bitmap_block(struct alloc *a, uint64_t blockno, enum ordfs_block_type type,
+			     struct buf **out)
+{
+	struct buf *b;
+	int err = bcache_read(a->cache, blockno, &b);
+	if (err)
+		return err;
+	/* A buffer the journal holds may carry a stale checksum in memory (set
+	 * at commit); verify only the structure of a cached one. */
+	if (le_get32(b->data) != ORDFS_BLOCK_MAGIC || le_get16(b->data + 4) != type ||
+	    le_get64(b->data + 16) != blockno) {
+		bcache_put(a->cache, b);
+		return -EUCLEAN;
+	}
+	*out = b;
+	return 0;
+}
+
+/* Sets or clears bits [first, first + n) of the bitmap starting at
+ * bitmap_start, under h.  expect_on: the value every bit must have now;
+ * a mismatch is -EUCLEAN with nothing changed.  a->lock held. */
+static int update_disk_bits(struct alloc *a, struct handle *h, uint64_t bitmap_start,
+			    enum ordfs_block_type type, uint64_t first, uint64_t n, bool on)
+{
+	/* Check everything first so a mismatch changes nothing. */
+	for (uint64_t pass = 0; pass < 2; pass++) {
+		uint64_t i = first;
+		while (i < first + n) {
+			uint64_t blk_idx = i / a->bits_per_block;
+			uint32_t bit = (uint32_t)(i % a->bits_per_block);
+			uint64_t span = a->bits_per_block - bit;
+			if (span > first + n - i)
+				span = first + n - i;
+			struct buf *b;
+			int err = read_bitmap_block(a, bitmap_start + blk_idx, type, &b);
+			if (err)
+				return err;
+			if (pass == 0) {
+				for (uint64_t k = 0; k < span; k++) {
+					if (disk_bit(b->data, bit + (uint32_t)k) == on) {
+						bcache_put(a->cache, b);
+						return -EUCLEAN;
+					}
+				}
+			} else {
+				err = journal_get_write_access(h, b, JWA_CSUM_HDR);
+				if (err) {
+					bcache_put(a->cache, b);
+					return err;
+				}
+				for (uint64_t k = 0; k < span; k++)
+					disk_bit_put(b->data, bit + (uint32_t)k, on);
+			}
+			bcache_put(a->cache, b);
+			i += span;
+		}
+	}
+	return 0;
+}
+
+/* ---- load ------------------------------------------------------------- */
+
+static int load_bitmap(struct alloc *a, uint64_t start, uint64_t nbits,
+		       enum ordfs_block_type type, uint64_t *map, uint64_t *bad_block)
+{
+	uint64_t nblocks = (nbits + a->bits_per_block - 1) / a->bits_per_block;
+	for (uint64_t bi = 0; bi < nblocks; bi++) {
+		struct buf *b;
+		int err = bcache_read(a->cache, start + bi, &b);
+		if (err)
+			return err;
+		err = ordfs_block_verify(b->data, a->block_size, a->csum_seed, type, start + bi);
+		if (err) {
+			if (bad_block)
+				*bad_block = start + bi;
+			bcache_put(a->cache, b);
+			return err;
+		}
+		for (uint32_t bit = 0; bit < a->bits_per_block; bit++) {
+			uint64_t i = bi * a->bits_per_block + bit;
+			if (i >= nbits)
+				break;
+			if (disk_bit(b->data, bit))
+				bit_set(map, i);
+		}
+		bcache_put(a->cache, b);
+	}
+	return 0;
+}
+
+int alloc_load(struct bcache *cache, const struct ordfs_super *sb, struct alloc **out,
+	       uint64_t *bad_block)
+{
+	struct alloc *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->cache = cache;
+	a->block_size = ordfs_block_size(sb);
+	a->csum_seed = sb->csum_seed;
+	a->bits_per_block = ordfs_bits_per_bitmap_block(a->block_size);
+	a->block_count = sb->block_count;
+	a->data_start = sb->data_start;
+	a->data_end = sb->block_count - 1; /* last block: backup superblock */
+	a->block_bitmap_start = sb->block_bitmap_start;
+	a->inode_bitmap_start = sb->inode_bitmap_start;
+	a->inode_count = sb->inode_count;
+	a->rotor = a->data_start;
+	pthread_mutex_init(&a->lock, NULL);
+
+	a->map = calloc((a->block_count + 63) / 64, sizeof(uint64_t));
+	a->imap = calloc(((uint64_t)a->inode_count + 63) / 64, sizeof(uint64_t));
+	int err = (!a->map || !a->imap) ? -ENOMEM : 0;
+	if (!err)
+		err = load_bitmap(a, sb->block_bitmap_start, a->block_count,
+				  ORDFS_BT_BLOCK_BITMAP, a->map, bad_block);
+	if (!err)
+		err = load_bitmap(a, sb->inode_bitmap_start, a->inode_count,
+				  ORDFS_BT_INODE_BITMAP, a->imap, bad_block);
+	if (err) {
+		alloc_destroy(a);
+		return err;
+	}
+	for (uint64_t i = a->data_start; i < a->data_end; i++)
+		a->map_free += !bit_test(a->map, i);
+	for (uint32_t i = 0; i < a->inode_count; i++)
+		a->free_inodes += !bit_test(a->imap, i);
+	*out = a;
+	return 0;
+}
+
+void alloc_destroy(struct alloc *a)
+{
+	if (!a)
+		return;
+	free(a->map);
+	free(a->imap);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+/* ---- blocks ------------------------------------------------------------ */
+
+/* First zero bit of map in [from, to), or `to`.  Skips full words. */
+static uint64_t find_zero(const uint64_t *map, uint64_t from, uint64_t to)
+{
+	uint64_t i = from;
+	while (i < to) {
+		if (i % 64 == 0 && to - i >= 64 && map[i / 64] == ~0ull) {
+			i += 64;
+			continue;
+		}
+		if (!bit_test(map, i))
+			return i;
+		i++;
+	}
+	return to;
+}
+
+static uint64_t available(const struct alloc *a)
+{
+	return a->map_free > a->reserved ? a->map_free - a->reserved : 0;
+}
+
+int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned flags,
+		       uint64_t *start, uint32_t *got)
+{
+	if (want == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	uint64_t limit = (flags & ALLOC_FROM_RESERVATION) ? a->map_free : available(a);
+	if (limit == 0) {
+		pthread_mutex_unlock(&a->lock);
+		return -ENOSPC;
+	}
+	if (want > limit)
+		want = (uint32_t)limit;
+	if (goal < a->data_start || goal >= a->data_end)
+		goal = a->rotor;
+
+	uint64_t s = find_zero(a->map, goal, a->data_end);
+	if (s == a->data_end)
+		s = find_zero(a->map, a->data_start, goal);
+	if (s >= a->data_end || bit_test(a->map, s)) {
+		pthread_mutex_unlock(&a->lock);
+		return -ENOSPC; /* counters said free: only if they are wrong */
+	}
+	uint32_t n = 0;
+	while (n < want && s + n < a->data_end && !bit_test(a->map, s + n)) {
+		bit_set(a->map, s + n);
+		n++;
+	}
+	a->map_free -= n;
+	if (flags & ALLOC_FROM_RESERVATION)
+		a->reserved -= n < a->reserved ? n : a->reserved;
+	a->rotor = s + n < a->data_end ? s + n : a->data_start;
+	pthread_mutex_unlock(&a->lock);
+	*start = s;
+	*got = n;
+	return 0;
+}
+
+static bool in_data_area(const struct alloc *a, uint64_t start, uint64_t len)
+{
+	return len > 0 && start >= a->data_start && start < a->data_end &&
+	       len <= a->data_end - start;
+}
+
+void alloc_unclaim_blocks(struct alloc *a, uint64_t start, uint32_t len, unsigned flags)
+{
+	if (!in_data_area(a, start, len))
+		return;
+	pthread_mutex_lock(&a->lock);
+	for (uint64_t i = start; i < start + len; i++)
+		bit_clear(a->map, i);
+	a->map_free += len;
+	if (flags & ALLOC_FROM_RESERVATION)
+		a->reserved += len;
+	pthread_mutex_unlock(&a->lock);
+}
+
+int alloc_mark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_t len)
+{
+	if (!in_data_area(a, start, len))
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
+				   len, true);
+	pthread_mutex_unlock(&a->lock);
+	return err;
+}
+
+int alloc_blocks(struct alloc *a, struct handle *h, uint64_t goal, uint32_t want,
+		 unsigned flags, uint64_t *start, uint32_t *got)
+{
+	int err = alloc_claim_blocks(a, goal, want, flags, start, got);
+	if (err)
+		return err;
+	err = alloc_mark_blocks(a, h, *start, *got);
+	if (err)
+		alloc_unclaim_blocks(a, *start, *got, flags);
+	return err;
+}
+
+int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_t len,
+		      unsigned flags)
+{
+	if (!in_data_area(a, start, len))
+		return -EUCLEAN;
+	pthread_mutex_lock(&a->lock);
+	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
+				   len, false);
+	if (!err)
+		err = journal_add_freed(h, start, len);
+	if (!err)
+		a->pending_free += len;
+	pthread_mutex_unlock(&a->lock);
+	if (!err && (flags & ALLOC_METADATA)) {
+		for (uint64_t i = start; i < start + len && !err; i++)
+			err = journal_forget(h, i); /* [J6] */
+	}
+	return err;
+}
+
+void alloc_release_freed(void *ctx, uint64_t start, uint32_t len)
+{
+	struct alloc *a = ctx;
+	if (!in_data_area(a, start, len))
+		return;
+	pthread_mutex_lock(&a->lock);
+	for (uint64_t i = start; i < start + len; i++) {
+		if (bit_test(a->map, i)) {
+			bit_clear(a->map, i);
+			a->map_free++;
+		}
+	}
+	a->pending_free -= len < a->pending_free ? len : a->pending_free;
+	pthread_mutex_unlock(&a->lock);
+}
+
+int alloc_reserve(struct alloc *a, uint64_t nblocks)
+{
+	int err = 0;
+	pthread_mutex_lock(&a->lock);
+	if (available(a) < nblocks)
+		err = -ENOSPC;
+	else
+		a->reserved += nblocks;
+	pthread_mutex_unlock(&a->lock);
+	return err;
+}
+
+void alloc_unreserve(struct alloc *a, uint64_t nblocks)
+{
+	pthread_mutex_lock(&a->lock);
+	a->reserved -= nblocks < a->reserved ? nblocks : a->reserved;
+	pthread_mutex_unlock(&a->lock);
+}
+
+uint32_t alloc_credits(const struct alloc *a, uint32_t nblocks)
+{
+	return nblocks / a->bits_per_block + 2;
+}
+
+/* ---- inodes ------------------------------------------------------------ */
+
+int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
+{
+	pthread_mutex_lock(&a->lock);
+	if (a->free_inodes == 0) {
+		pthread_mutex_unlock(&a->lock);
+		return -ENOSPC;
+	}
+	if (goal < ORDFS_FIRST_INO || goal > a->inode_count)
+		goal = ORDFS_FIRST_INO;
+	uint64_t i = find_zero(a->imap, goal - 1, a->inode_count);
+	if (i == a->inode_count)
+		i = find_zero(a->imap, ORDFS_FIRST_INO - 1, goal - 1);
+	if (i >= a->inode_count || i < ORDFS_FIRST_INO - 1 || bit_test(a->imap, i)) {
+		pthread_mutex_unlock(&a->lock);
+		return -ENOSPC;
+	}
+	int err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, i, 1,
+				   true);
+	if (!err) {
+		bit_set(a->imap, i);
+		a->free_inodes--;
+		*ino = (uint32_t)i + 1;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return err;
+}
+
+int alloc_free_inode(struct alloc *a, struct handle *h, uint32_t ino)
+{
+	if (ino < ORDFS_FIRST_INO || ino > a->inode_count)
+		return -EUCLEAN;
+	pthread_mutex_lock(&a->lock);
+	int err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, ino - 1,
+				   1, false);
+	if (!err) {
+		bit_clear(a->imap, ino - 1);
+		a->free_inodes++;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return err;
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+void alloc_get_counts(struct alloc *a, struct alloc_counts *out)
+{
+	pthread_mutex_lock(&a->lock);
+	out->free_blocks = available(a);
+	out->reserved_blocks = a->reserved;
+	out->pending_free = a->pending_free;
+	out->free_inodes = a->free_inodes;
+	pthread_mutex_unlock(&a->lock);
+}
+
+static bool disk_bit_of(struct alloc *a, uint64_t bitmap_start, enum ordfs_block_type type,
+			uint64_t i)
+{
+	struct buf *b;
+	if (read_bitmap_block(a, bitmap_start + i / a->bits_per_block, type, &b))
+		return true; /* unreadable: treat as in use, never hand it out */
+	bool on = disk_bit(b->data, (uint32_t)(i % a->bits_per_block));
+	bcache_put(a->cache, b);
+	return on;
+}
+
+bool alloc_block_in_use(struct alloc *a, uint64_t blockno)
+{
+	if (blockno >= a->block_count)
+		return false;
+	pthread_mutex_lock(&a->lock);
+	bool on = disk_bit_of(a, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, blockno);
+	pthread_mutex_unlock(&a->lock);
+	return on;
+}
+
+bool alloc_inode_in_use(struct alloc *a, uint32_t ino)
+{
+	if (ino == 0 || ino > a->inode_count)
+		return false;
+	pthread_mutex_lock(&a->lock);
+	bool on = disk_bit_of(a, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, ino - 1);
+	pthread_mutex_unlock(&a->lock);
+	return on;
+}

@@ -1,0 +1,564 @@
+/*
+ * file.c - file data: read, write, truncate, writeback and fsync, with
+ * delayed allocation.
+ *
+ * Owns: each regular file's page cache (file.h) and the data path to the
+ * image.  The rules that make fsync cheap and ordered mode safe:
+ *  - write() only copies into pages; a page over a hole reserves one block
+ *    (ENOSPC is reported by write, never lost at writeback).
+ *  - Writeback of a file claims blocks for its delayed pages, writes the
+ *    data there, and only then starts the handle that marks the bitmap and
+ *    maps the extent [J1].  So the transaction that makes the data
+ *    reachable never has to wait for it, and a commit carries no other
+ *    file's data: fsync of one file writes one file.
+ *  - Pages over blocks already mapped are written in place (not ordered,
+ *    as in jbd2) before the commit that fsync waits for.
+ *  - inode->size is the size users see; d.size (on disk) becomes
+ *    inode->size once the data below it is written back.
+ *  - Dirty pages are bounded fs-wide (fs->dirty_limit_pages): a writer
+ *    past the bound writes back its own file before returning, so the
+ *    heavy writer is throttled, not the fsync caller.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+#include "file.h"
+#include "inode.h"
+#include "ops.h"
+#include "alloc/alloc.h"
+#include "blockdev/blockdev.h"
+#include "extent/extent.h"
+#include "journal/journal.h"
+
+#define PAGE_SLOTS 256u
+#define DEFAULT_DIRTY_LIMIT_PAGES 16384u /* 64 MiB of 4 KiB pages */
+
+struct page {
+	uint64_t lblk;
+	bool reserved;   /* holds a block reservation (page over a hole) */
+	struct page *next;
+	uint8_t data[];
+};
+
+struct page_cache {
+	struct page *slots[PAGE_SLOTS];
+	uint64_t count;
+};
+
+/* ---- the page cache --------------------------------------------------- */
+
+bool file_has_dirty(const struct inode *inode)
+{
+	return inode->pages && inode->pages->count > 0;
+}
+
+static struct page **page_slot(struct page_cache *pc, uint64_t lblk)
+{
+	return &pc->slots[(lblk * 0x9e3779b97f4a7c15ull) >> 56];
+}
+
+static struct page *page_find(struct inode *inode, uint64_t lblk)
+{
+	if (!inode->pages)
+		return NULL;
+	for (struct page *p = *page_slot(inode->pages, lblk); p; p = p->next)
+		if (p->lblk == lblk)
+			return p;
+	return NULL;
+}
+
+static void page_remove(struct ordfs *fs, struct inode *inode, struct page *page)
+{
+	struct page **pp = page_slot(inode->pages, page->lblk);
+	while (*pp != page)
+		pp = &(*pp)->next;
+	*pp = page->next;
+	inode->pages->count--;
+	__atomic_sub_fetch(&fs->dirty_pages, 1, __ATOMIC_RELAXED);
+	if (page->reserved)
+		alloc_unreserve(fs->alloc, 1);
+	free(page);
+}
+
+void file_pages_destroy(struct inode *inode)
+{
+	if (!inode->pages)
+		return;
+	for (uint32_t i = 0; i < PAGE_SLOTS; i++) {
+		struct page *p = inode->pages->slots[i];
+		while (p) {
+			struct page *next = p->next;
+			free(p);
+			p = next;
+		}
+	}
+	free(inode->pages);
+	inode->pages = NULL;
+}
+
+/* Reads the current contents of logical block lblk (zeros for holes and
+ * unwritten extents) into buf. */
+static int read_block(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint8_t *buf)
+{
+	struct ordfs_extent ext;
+	int found = extent_lookup(fs, inode, lblk, &ext);
+	if (found < 0)
+		return found;
+	if (!found || (ext.flags & ORDFS_EXT_UNWRITTEN)) {
+		memset(buf, 0, fs->block_size);
+		return 0;
+	}
+	uint64_t phys = ext.physical + (lblk - ext.logical);
+	return blockdev_read(fs->bd, buf, fs->block_size, phys * fs->block_size);
+}
+
+/* Finds or creates the page for lblk, loaded with the block's contents
+ * unless the caller overwrites it whole.  inode->lock held exclusively. */
+static int page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool whole,
+		    struct page **out)
+{
+	struct page *page = page_find(inode, lblk);
+	if (page) {
+		*out = page;
+		return 0;
+	}
+	if (!inode->pages) {
+		inode->pages = calloc(1, sizeof(*inode->pages));
+		if (!inode->pages)
+			return -ENOMEM;
+	}
+	page = calloc(1, sizeof(*page) + fs->block_size);
+	if (!page)
+		return -ENOMEM;
+	page->lblk = lblk;
+
+	struct ordfs_extent ext;
+	int mapped = extent_lookup(fs, inode, lblk, &ext);
+	int err = mapped < 0 ? mapped : 0;
+	if (!err && mapped == 0) {
+		err = alloc_reserve(fs->alloc, 1);
+		page->reserved = !err;
+	}
+	if (!err && !whole && mapped == 1)
+		err = read_block(fs, inode, lblk, page->data);
+	if (err) {
+		free(page);
+		return err;
+	}
+	/* Never let bytes past EOF from an old life of the block through. */
+	uint64_t block_start = lblk * fs->block_size;
+	if (inode->size < block_start + fs->block_size) {
+		uint64_t keep = inode->size > block_start ? inode->size - block_start : 0;
+		memset(page->data + keep, 0, fs->block_size - keep);
+	}
+	struct page **slot = page_slot(inode->pages, lblk);
+	page->next = *slot;
+	*slot = page;
+	inode->pages->count++;
+	__atomic_add_fetch(&fs->dirty_pages, 1, __ATOMIC_RELAXED);
+	*out = page;
+	return 0;
+}
+
+/* ---- writeback ---------------------------------------------------------- */
+
+static int cmp_page_lblk(const void *a, const void *b)
+{
+	const struct page *x = *(struct page *const *)a, *y = *(struct page *const *)b;
+	return x->lblk < y->lblk ? -1 : x->lblk > y->lblk;
+}
+
+/* Dirty pages of the inode sorted by logical block. */
+static int collect_pages(struct inode *inode, struct page ***out, uint64_t *n)
+{
+	uint64_t count = inode->pages ? inode->pages->count : 0;
+	struct page **v = malloc((count ? count : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	uint64_t k = 0;
+	for (uint32_t i = 0; inode->pages && i < PAGE_SLOTS; i++)
+		for (struct page *p = inode->pages->slots[i]; p; p = p->next)
+			v[k++] = p;
+	qsort(v, k, sizeof(*v), cmp_page_lblk);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+/* Writes pages v[0..n) (consecutive logical blocks) to physical blocks
+ * starting at phys, in one device write. */
+static int write_run(struct ordfs *fs, struct page **v, uint32_t n, uint64_t phys)
+{
+	uint32_t bs = fs->block_size;
+	uint8_t *buf = malloc((size_t)n * bs);
+	if (!buf)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(buf + (size_t)i * bs, v[i]->data, bs);
+	int err = blockdev_write(fs->bd, buf, (size_t)n * bs, phys * bs);
+	free(buf);
+	return err;
+}
+
+/* Allocates, writes [J1] and maps a run of delayed pages (consecutive
+ * logical blocks, all reserved).  Returns the number of pages done. */
+static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct page **v,
+				 uint32_t n, uint64_t goal)
+{
+	uint64_t start;
+	uint32_t got;
+	int err = alloc_claim_blocks(fs->alloc, goal, n, ALLOC_FROM_RESERVATION, &start, &got);
+	if (err)
+		return err;
+	err = write_run(fs, v, got, start);
+	if (err)
+		goto unclaim;
+
+	struct handle *h;
+	err = journal_start(fs->journal,
+			    extent_credits(fs, inode, 1) + alloc_credits(fs->alloc, got) + 1, &h);
+	if (err)
+		goto unclaim;
+	err = alloc_mark_blocks(fs->alloc, h, start, got);
+	if (!err) {
+		struct ordfs_extent e = { v[0]->lblk, start, got, 0 };
+		err = extent_insert(fs, h, inode, &e);
+	}
+	if (!err) {
+		uint64_t end = (v[0]->lblk + got) * fs->block_size;
+		uint64_t disk = end < inode->size ? end : inode->size;
+		if (disk > inode->d.size)
+			inode->d.size = disk;
+		err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+	}
+	int serr = journal_stop(h);
+	if (!err)
+		err = serr;
+	if (err)
+		return err; /* the journal has aborted: nothing to undo safely */
+	for (uint32_t i = 0; i < got; i++)
+		v[i]->reserved = false; /* the reservation became the block */
+	return got;
+unclaim:
+	alloc_unclaim_blocks(fs->alloc, start, got, ALLOC_FROM_RESERVATION);
+	return err;
+}
+
+/* Writes a run of pages over mapped blocks in place.  Returns pages done. */
+static int64_t writeback_mapped(struct ordfs *fs, struct page **v, uint32_t n,
+				const struct ordfs_extent *ext)
+{
+	uint64_t off_in_ext = v[0]->lblk - ext->logical;
+	uint64_t room = ext->len - off_in_ext;
+	uint32_t len = n < room ? n : (uint32_t)room;
+	if (ext->flags & ORDFS_EXT_UNWRITTEN)
+		return -EOPNOTSUPP; /* fallocate comes with the POSIX issue */
+	int err = write_run(fs, v, len, ext->physical + off_in_ext);
+	return err ? (int64_t)err : (int64_t)len;
+}
+
+/* Length of the run of pages starting at v[0] with consecutive blocks and
+ * the same reserved state. */
+static uint32_t run_length(struct page **v, uint64_t n)
+{
+	uint32_t len = 1;
+	while (len < n && len < ORDFS_EXT_MAX_LEN && v[len]->lblk == v[0]->lblk + len &&
+	       v[len]->reserved == v[0]->reserved)
+		len++;
+	return len;
+}
+
+/* Writes the inode with d.size = inode->size; a datasync change only if
+ * the size moved (fdatasync skips timestamp-only changes). */
+static int update_disk_size(struct ordfs *fs, struct inode *inode)
+{
+	struct handle *h;
+	int err = journal_start(fs->journal, INODE_WRITE_CREDITS, &h);
+	if (err)
+		return err;
+	unsigned flags = inode->d.size != inode->size ? INODE_WRITE_DATASYNC : 0;
+	inode->d.size = inode->size;
+	err = inode_write(fs, h, inode, flags);
+	int serr = journal_stop(h);
+	return err ? err : serr;
+}
+
+int file_writeback_locked(struct ordfs *fs, struct inode *inode)
+{
+	struct page **v;
+	uint64_t n;
+	int err = collect_pages(inode, &v, &n);
+	if (err)
+		return err;
+
+	uint64_t goal = 0;
+	uint64_t i = 0;
+	while (i < n && !err) {
+		uint32_t len = run_length(v + i, n - i);
+		int64_t done;
+		if (v[i]->reserved) {
+			done = writeback_delayed(fs, inode, v + i, len, goal);
+		} else {
+			struct ordfs_extent ext;
+			int found = extent_lookup(fs, inode, v[i]->lblk, &ext);
+			done = found < 0 ? found : found == 0 ? -EUCLEAN
+							     : writeback_mapped(fs, v + i, len, &ext);
+			if (found == 1)
+				goal = ext.physical + ext.len;
+		}
+		if (done < 0) {
+			err = (int)done;
+			break;
+		}
+		for (int64_t k = 0; k < done; k++)
+			page_remove(fs, inode, v[i + (uint64_t)k]);
+		i += (uint64_t)done;
+	}
+	free(v);
+	if (!err && (inode->d.size != inode->size || inode->times_dirty))
+		err = update_disk_size(fs, inode);
+	return err;
+}
+
+static int writeback_one(struct ordfs *fs, struct inode *inode, void *ctx)
+{
+	(void)ctx;
+	if ((inode->d.mode & 0170000) != 0100000)
+		return 0;
+	pthread_rwlock_wrlock(&inode->lock);
+	int err = 0;
+	if (file_has_dirty(inode) || inode->d.size != inode->size || inode->times_dirty)
+		err = file_writeback_locked(fs, inode);
+	pthread_rwlock_unlock(&inode->lock);
+	return err;
+}
+
+int file_writeback_all(struct ordfs *fs)
+{
+	return inode_cache_for_each(fs, writeback_one, NULL);
+}
+
+/* ---- read / write ------------------------------------------------------- */
+
+ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len, uint64_t off)
+{
+	uint32_t bs = fs->block_size;
+	uint8_t *out = buf;
+	uint8_t *tmp = malloc(bs);
+	if (!tmp)
+		return -ENOMEM;
+
+	pthread_rwlock_rdlock(&inode->lock);
+	ssize_t done = 0;
+	if (off < inode->size) {
+		if (len > inode->size - off)
+			len = (size_t)(inode->size - off);
+		while ((size_t)done < len) {
+			uint64_t pos = off + (uint64_t)done;
+			uint64_t lblk = pos / bs;
+			uint32_t in = (uint32_t)(pos % bs);
+			size_t chunk = bs - in < len - (size_t)done ? bs - in : len - (size_t)done;
+			struct page *page = page_find(inode, lblk);
+			if (page) {
+				memcpy(out + done, page->data + in, chunk);
+			} else {
+				int err = read_block(fs, inode, lblk, tmp);
+				if (err) {
+					if (done == 0)
+						done = err;
+					break;
+				}
+				memcpy(out + done, tmp + in, chunk);
+			}
+			done += (ssize_t)chunk;
+		}
+	}
+	pthread_rwlock_unlock(&inode->lock);
+	free(tmp);
+	return done;
+}
+
+ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
+		    uint64_t off)
+{
+	uint32_t bs = fs->block_size;
+	const uint8_t *in = buf;
+	ssize_t done = 0;
+	int err = 0;
+
+	if (!fs->journal)
+		return -EROFS;
+	if (off + len < off || off + len > (1ull << 62))
+		return -EFBIG;
+
+	pthread_rwlock_wrlock(&inode->lock);
+	while ((size_t)done < len) {
+		uint64_t pos = off + (uint64_t)done;
+		uint64_t lblk = pos / bs;
+		uint32_t at = (uint32_t)(pos % bs);
+		size_t chunk = bs - at < len - (size_t)done ? bs - at : len - (size_t)done;
+		struct page *page;
+		err = page_get(fs, inode, lblk, at == 0 && chunk == bs, &page);
+		if (err)
+			break;
+		memcpy(page->data + at, in + done, chunk);
+		done += (ssize_t)chunk;
+		if (pos + chunk > inode->size)
+			inode->size = pos + chunk;
+	}
+	if (done > 0) {
+		inode->d.mtime = inode->d.ctime = ordfs_now();
+		inode->d.mode &= (uint16_t)~04000; /* writes clear set-user-ID */
+		inode->times_dirty = true;
+	}
+	uint64_t limit = fs->dirty_limit_pages ? fs->dirty_limit_pages
+					       : DEFAULT_DIRTY_LIMIT_PAGES;
+	if (__atomic_load_n(&fs->dirty_pages, __ATOMIC_RELAXED) > limit) {
+		int werr = file_writeback_locked(fs, inode);
+		if (werr && done == 0)
+			err = werr;
+	}
+	pthread_rwlock_unlock(&inode->lock);
+	return done > 0 ? done : err;
+}
+
+/* Zeroes the part of the last block past a new, smaller size so that
+ * growing the file later never shows old bytes. */
+static int zero_tail_of_last_block(struct ordfs *fs, struct inode *inode, uint64_t size)
+{
+	uint32_t in = (uint32_t)(size % fs->block_size);
+	if (in == 0)
+		return 0;
+	struct ordfs_extent ext;
+	uint64_t lblk = size / fs->block_size;
+	int mapped = extent_lookup(fs, inode, lblk, &ext);
+	if (mapped <= 0 && !page_find(inode, lblk))
+		return mapped < 0 ? mapped : 0;
+	struct page *page;
+	int err = page_get(fs, inode, lblk, false, &page);
+	if (!err)
+		memset(page->data + in, 0, fs->block_size - in);
+	return err;
+}
+
+static int drop_pages_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
+{
+	struct page **v;
+	uint64_t n;
+	int err = collect_pages(inode, &v, &n);
+	if (err)
+		return err;
+	for (uint64_t i = 0; i < n; i++)
+		if (v[i]->lblk >= first_lblk)
+			page_remove(fs, inode, v[i]);
+	free(v);
+	return 0;
+}
+
+/* Unmaps everything from first_lblk on, a bounded number of records per
+ * handle. */
+static int unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
+{
+	const uint32_t per_handle = 16;
+	for (;;) {
+		struct handle *h;
+		int err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
+		if (err)
+			return err;
+		int more = extent_remove(fs, h, inode, first_lblk, UINT64_MAX - first_lblk,
+					 per_handle);
+		int serr = journal_stop(h);
+		if (more < 0)
+			return more;
+		if (serr)
+			return serr;
+		if (more == 0)
+			return 0;
+	}
+}
+
+int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
+{
+	uint32_t bs = fs->block_size;
+	int err = 0;
+
+	if (size > (1ull << 62))
+		return -EFBIG;
+	if (size < inode->size) {
+		uint64_t keep_blocks = (size + bs - 1) / bs;
+		err = drop_pages_from(fs, inode, keep_blocks);
+		if (!err)
+			err = zero_tail_of_last_block(fs, inode, size);
+		if (!err) {
+			inode->size = size;
+			if (inode->d.size > size)
+				inode->d.size = size;
+			err = update_disk_size(fs, inode);
+		}
+		if (!err)
+			err = unmap_from(fs, inode, keep_blocks);
+	} else if (size > inode->size) {
+		inode->size = size; /* a hole; d.size follows at writeback */
+	}
+	if (!err) {
+		struct handle *h;
+		err = journal_start(fs->journal, INODE_WRITE_CREDITS, &h);
+		if (!err) {
+			inode->d.mtime = inode->d.ctime = ordfs_now();
+			if (!file_has_dirty(inode))
+				inode->d.size = inode->size;
+			err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+			int serr = journal_stop(h);
+			if (!err)
+				err = serr;
+		}
+	}
+	return err;
+}
+
+int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size)
+{
+	if (!fs->journal)
+		return -EROFS;
+	if ((inode->d.mode & 0170000) != 0100000)
+		return -EINVAL;
+	pthread_rwlock_wrlock(&inode->lock);
+	int err = ordfs_truncate_locked(fs, inode, size);
+	pthread_rwlock_unlock(&inode->lock);
+	return err;
+}
+
+/* ---- durability --------------------------------------------------------- */
+
+int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync)
+{
+	if (!fs->journal)
+		return 0;
+	pthread_rwlock_wrlock(&inode->lock);
+	int err = 0;
+	if ((inode->d.mode & 0170000) == 0100000)
+		err = file_writeback_locked(fs, inode);
+	uint64_t tid = datasync ? inode->datasync_tid : inode->sync_tid;
+	pthread_rwlock_unlock(&inode->lock);
+	if (err)
+		return err;
+
+	struct journal_stats st;
+	journal_get_stats(fs->journal, &st);
+	if (tid > st.committed_tid)
+		return journal_commit_wait(fs->journal, tid);
+	/* Nothing to commit: make the in-place overwrites durable. */
+	return fs->opts.barrier ? blockdev_flush(fs->bd) : 0;
+}
+
+int ordfs_sync(struct ordfs *fs)
+{
+	if (!fs->journal)
+		return 0;
+	int err = file_writeback_all(fs);
+	if (!err)
+		err = journal_force_commit(fs->journal);
+	return err;
+}

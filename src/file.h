@@ -1,0 +1,46 @@
+/*
+ * file.h - per-inode page cache with delayed allocation (internal to the
+ * core; the public calls are in ops.h).
+ *
+ * Owns: the dirty data of regular files between write() and writeback.
+ * A page is one filesystem block of one inode.  A page over a hole holds a
+ * reservation of one block (alloc_reserve) until writeback allocates it,
+ * writes the data and only then records the allocation in a handle [J1].
+ * Pages are dropped once written back: the kernel page cache above FUSE is
+ * the read cache; this one exists to delay allocation and batch writes.
+ *
+ * Rules: inode->lock (exclusive) guards the pages of that inode; writeback
+ * of one inode never waits for another inode's data, so fsync of one file
+ * writes only that file's data (plus the commit it needs).
+ */
+#ifndef ORDFS_FILE_H
+#define ORDFS_FILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ordfs;
+struct inode;
+
+/* True if the inode has dirty pages (any lock may be held; it is a hint
+ * for eviction, read under the inode cache lock). */
+bool file_has_dirty(const struct inode *inode);
+/* Frees the page cache of an inode being dropped from memory. */
+void file_pages_destroy(struct inode *inode);
+/* Writes back every dirty page of the inode.  Caller holds inode->lock
+ * exclusively and no handle. */
+int file_writeback_locked(struct ordfs *fs, struct inode *inode);
+/* Writes back every dirty inode in the cache (sync, unmount). */
+int file_writeback_all(struct ordfs *fs);
+
+/* Truncate with inode->lock held exclusively and no handle. */
+int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size);
+
+/* Frees an unlinked inode's blocks and the inode itself (last reference).
+ * Errors are logged and leave the inode on the orphan list for the next
+ * mount. */
+void ordfs_inode_evict(struct ordfs *fs, struct inode *inode);
+/* Frees every inode on the orphan list (mount, after a crash). */
+int ordfs_process_orphans(struct ordfs *fs);
+
+#endif

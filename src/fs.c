@@ -1,0 +1,305 @@
+/*
+ * fs.c - mount and unmount of one ordfs image.
+ *
+ * Owns: the mount sequence
+ *   1. read and validate the superblock (nothing written yet; a refusal
+ *      leaves the image untouched);
+ *   2. replay the journal if it is not empty (journal_recover, shared with
+ *      fsck);
+ *   3. load the allocator (bitmap checksums verified), check the root;
+ *   4. read-write only: mark the superblock in use (RECOVER flag set, CLEAN
+ *      cleared) and open the journal;
+ * and the unmount sequence: write back data, close the journal (commit,
+ * checkpoint, empty log), then write the superblock clean with fresh free
+ * counts.  Block 0 is written directly only while the journal is closed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs.h"
+#include "file.h"
+#include "inode.h"
+#include "alloc/alloc.h"
+#include "blockdev/blockdev.h"
+#include "cache/bcache.h"
+
+#define DEFAULT_CACHE_BUFFERS 8192u
+
+void ordfs_options_default(struct ordfs_options *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->data_mode = JOURNAL_DATA_ORDERED;
+	opts->commit_interval_ms = 5000;
+	opts->barrier = true;
+}
+
+struct ordfs_timespec ordfs_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct ordfs_timespec t = { ts.tv_sec, (uint32_t)ts.tv_nsec };
+	return t;
+}
+
+int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *sb,
+		     const char **why)
+{
+	uint8_t raw[ORDFS_SB_SIZE];
+	int err;
+
+	if (bd->size < ORDFS_SB_SIZE) {
+		*why = "image too small to hold a superblock";
+		return -EINVAL;
+	}
+	err = blockdev_read(bd, raw, sizeof(raw), 0);
+	if (err) {
+		*why = "cannot read the superblock";
+		return err;
+	}
+	if (use_backup) {
+		struct ordfs_super primary;
+		const char *ignored;
+		/* The backup lives in the last block; its position comes from the
+		 * primary's geometry if that decodes, else from the image size
+		 * for each possible block size. */
+		if (ordfs_super_decode(raw, &primary, &ignored) == 0) {
+			uint64_t off = (primary.block_count - 1) << primary.log_block_size;
+			err = blockdev_read(bd, raw, sizeof(raw), off);
+		} else {
+			err = -EUCLEAN;
+			for (uint32_t lg = ORDFS_MIN_BLOCK_LOG; lg <= ORDFS_MAX_BLOCK_LOG; lg++) {
+				uint64_t bs = 1ull << lg;
+				if (bd->size < 2 * bs)
+					break;
+				uint64_t off = (bd->size / bs - 1) * bs;
+				if (blockdev_read(bd, raw, sizeof(raw), off) == 0 &&
+				    ordfs_super_decode(raw, sb, &ignored) == 0 &&
+				    sb->log_block_size == lg) {
+					err = 0;
+					break;
+				}
+			}
+			if (err) {
+				*why = "no valid backup superblock found";
+				return err;
+			}
+		}
+		if (err) {
+			*why = "cannot read the backup superblock";
+			return err;
+		}
+	}
+	err = ordfs_super_decode(raw, sb, why);
+	if (err)
+		return err;
+	if (bd->size / ordfs_block_size(sb) < sb->block_count) {
+		*why = "image is smaller than the filesystem it holds (truncated?)";
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool backup)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint8_t *blk = calloc(1, bs);
+	if (!blk)
+		return -ENOMEM;
+	ordfs_super_encode(sb, blk);
+	/* Block 0 holds only the superblock; the rest of it stays zero. */
+	int err = blockdev_write(bd, blk, bs, 0);
+	if (!err && backup)
+		err = blockdev_write(bd, blk, bs, (sb->block_count - 1) * bs);
+	free(blk);
+	return err;
+}
+
+static void fs_free(struct ordfs *fs)
+{
+	inode_cache_destroy(fs->icache);
+	alloc_destroy(fs->alloc);
+	bcache_destroy(fs->cache);
+	pthread_mutex_destroy(&fs->sb_lock);
+	pthread_mutex_destroy(&fs->orphan_lock);
+	pthread_mutex_destroy(&fs->rename_lock);
+	free(fs);
+}
+
+static int check_root(struct ordfs *fs, const char **why)
+{
+	struct inode *root;
+	int err = inode_get(fs, ORDFS_ROOT_INO, &root);
+	if (err) {
+		*why = "root inode is missing or corrupt";
+		return err == -ENOENT ? -EUCLEAN : err;
+	}
+	bool is_dir = (root->d.mode & 0170000) == 0040000;
+	inode_put(fs, root);
+	if (!is_dir) {
+		*why = "root inode is not a directory";
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+static int replay_if_needed(struct ordfs *fs, const char **why)
+{
+	int need = journal_needs_recovery(fs->bd, &fs->sb);
+	if (need < 0) {
+		*why = "journal superblock is corrupt (run fsck.ordfs)";
+		return need;
+	}
+	if (!need)
+		return 0;
+	if (fs->opts.readonly) {
+		*why = "journal needs recovery; mount read-write or run fsck.ordfs";
+		return -EROFS;
+	}
+	int err = journal_recover(fs->bd, &fs->sb, 0, &fs->recovery);
+	if (err) {
+		*why = "journal recovery failed";
+		return err;
+	}
+	/* Replay may have changed block 0 (orphan list): read it again. */
+	return ordfs_read_super(fs->bd, false, &fs->sb, why);
+}
+
+static int mark_in_use(struct ordfs *fs)
+{
+	struct ordfs_timespec now = ordfs_now();
+	fs->sb.feature_incompat |= ORDFS_FEATURE_INCOMPAT_RECOVER;
+	fs->sb.state &= ~ORDFS_STATE_CLEAN;
+	fs->sb.mount_time = (uint64_t)now.sec;
+	fs->sb.mount_count++;
+	int err = ordfs_write_super(fs->bd, &fs->sb, false);
+	if (!err && fs->opts.barrier)
+		err = blockdev_flush(fs->bd);
+	return err;
+}
+
+int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct ordfs **out,
+		const char **why)
+{
+	static const char *no_reason = "mount failed";
+	const char *reason = no_reason;
+	struct ordfs *fs = calloc(1, sizeof(*fs));
+	if (!fs) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	fs->bd = bd;
+	fs->opts = *opts;
+	pthread_mutex_init(&fs->sb_lock, NULL);
+	pthread_mutex_init(&fs->orphan_lock, NULL);
+	pthread_mutex_init(&fs->rename_lock, NULL);
+
+	int err = ordfs_read_super(bd, false, &fs->sb, &reason);
+	if (err)
+		goto fail;
+	if ((fs->sb.feature_ro_compat & ~ORDFS_FEATURE_RO_COMPAT_SUPPORTED) && !opts->readonly) {
+		reason = "image has features this ordfs can only mount read-only";
+		err = -EROFS;
+		goto fail;
+	}
+	fs->block_size = ordfs_block_size(&fs->sb);
+	fs->csum_seed = fs->sb.csum_seed;
+	fs->dirty_limit_pages = opts->dirty_limit_bytes / fs->block_size;
+
+	err = replay_if_needed(fs, &reason);
+	if (err)
+		goto fail;
+
+	err = bcache_create(bd, fs->block_size, fs->sb.block_count,
+			    opts->cache_buffers ? opts->cache_buffers : DEFAULT_CACHE_BUFFERS,
+			    &fs->cache);
+	if (!err)
+		err = inode_cache_create(fs, &fs->icache);
+	if (err) {
+		reason = "out of memory";
+		goto fail;
+	}
+	uint64_t bad_block = 0;
+	err = alloc_load(fs->cache, &fs->sb, &fs->alloc, &bad_block);
+	if (err) {
+		reason = err == -EUCLEAN ? "bad bitmap block checksum (run fsck.ordfs)"
+					 : "cannot read the bitmaps";
+		goto fail;
+	}
+	err = check_root(fs, &reason);
+	if (err)
+		goto fail;
+
+	if (!opts->readonly) {
+		err = mark_in_use(fs);
+		if (err) {
+			reason = "cannot write the superblock";
+			goto fail;
+		}
+		struct journal_config jc = {
+			.data_mode = opts->data_mode,
+			.commit_interval_ms = opts->commit_interval_ms,
+			.barrier = opts->barrier,
+			.release_freed = alloc_release_freed,
+			.release_ctx = fs->alloc,
+		};
+		err = journal_open(bd, fs->cache, &fs->sb, &jc, &fs->journal);
+		if (err) {
+			reason = "cannot open the journal";
+			goto fail;
+		}
+		err = ordfs_process_orphans(fs);
+		if (err) {
+			reason = "cannot free the inodes on the orphan list (run fsck.ordfs)";
+			goto fail_journal;
+		}
+	}
+	*out = fs;
+	return 0;
+fail_journal:
+	journal_close(fs->journal);
+	fs->journal = NULL;
+fail:
+	*why = reason;
+	fs_free(fs);
+	return err;
+}
+
+static int write_clean_super(struct ordfs *fs)
+{
+	struct ordfs_super sb;
+	const char *why;
+	/* Block 0 on disk now holds everything the journal checkpointed. */
+	int err = ordfs_read_super(fs->bd, false, &sb, &why);
+	if (err)
+		return err;
+	struct alloc_counts counts;
+	alloc_get_counts(fs->alloc, &counts);
+	sb.free_blocks = counts.free_blocks + counts.reserved_blocks + counts.pending_free;
+	sb.free_inodes = counts.free_inodes;
+	sb.feature_incompat &= ~ORDFS_FEATURE_INCOMPAT_RECOVER;
+	sb.state |= ORDFS_STATE_CLEAN;
+	sb.write_time = (uint64_t)ordfs_now().sec;
+	err = ordfs_write_super(fs->bd, &sb, true);
+	if (!err && fs->opts.barrier)
+		err = blockdev_flush(fs->bd);
+	return err;
+}
+
+int ordfs_unmount(struct ordfs *fs)
+{
+	int err = 0;
+
+	if (fs->journal) {
+		err = file_writeback_all(fs);
+		int jerr = journal_close(fs->journal);
+		fs->journal = NULL;
+		if (!err)
+			err = jerr;
+		if (!err)
+			err = write_clean_super(fs);
+	}
+	fs_free(fs);
+	return err;
+}

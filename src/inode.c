@@ -1,0 +1,292 @@
+/*
+ * inode.c - the inode cache and the inode table.
+ *
+ * Owns: struct inode lifetime (a hash table keyed by inode number, each
+ * entry reference counted), reading and decoding inode table slots, and
+ * writing inodes into the table under a handle.  Rules:
+ *  - ic->lock guards the hash table and reference counts only; it is never
+ *    held across I/O.
+ *  - An inode whose last reference goes away is dropped from memory unless
+ *    it still has data waiting for writeback (file.c keeps it then).
+ *  - An all-zero slot or a slot with mode 0 is a free inode (-ENOENT).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "fs.h"
+#include "inode.h"
+#include "file.h"
+#include "alloc/alloc.h"
+#include "cache/bcache.h"
+#include "extent/extent.h"
+#include "journal/journal.h"
+
+#define ICACHE_SLOTS 4096u
+
+struct inode_cache {
+	struct ordfs *fs;
+	pthread_mutex_t lock;
+	struct inode *table[ICACHE_SLOTS];
+	uint64_t count;
+};
+
+int inode_cache_create(struct ordfs *fs, struct inode_cache **out)
+{
+	struct inode_cache *ic = calloc(1, sizeof(*ic));
+	if (!ic)
+		return -ENOMEM;
+	ic->fs = fs;
+	pthread_mutex_init(&ic->lock, NULL);
+	*out = ic;
+	return 0;
+}
+
+static void inode_free(struct inode *inode)
+{
+	file_pages_destroy(inode);
+	pthread_rwlock_destroy(&inode->lock);
+	free(inode);
+}
+
+void inode_cache_destroy(struct inode_cache *ic)
+{
+	if (!ic)
+		return;
+	for (uint32_t i = 0; i < ICACHE_SLOTS; i++) {
+		struct inode *inode = ic->table[i];
+		while (inode) {
+			struct inode *next = inode->hash_next;
+			inode_free(inode);
+			inode = next;
+		}
+	}
+	pthread_mutex_destroy(&ic->lock);
+	free(ic);
+}
+
+static struct inode **slot_of(struct inode_cache *ic, uint32_t ino)
+{
+	return &ic->table[(ino * 2654435761u) % ICACHE_SLOTS];
+}
+
+static struct inode *cache_find(struct inode_cache *ic, uint32_t ino)
+{
+	for (struct inode *i = *slot_of(ic, ino); i; i = i->hash_next)
+		if (i->ino == ino)
+			return i;
+	return NULL;
+}
+
+static bool slot_is_zero(const uint8_t *raw)
+{
+	for (uint32_t i = 0; i < ORDFS_INODE_SIZE; i++)
+		if (raw[i])
+			return false;
+	return true;
+}
+
+int inode_read_raw(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out)
+{
+	if (ino == 0 || ino > fs->sb.inode_count)
+		return -EINVAL;
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(&fs->sb, ino, &blk, &off);
+
+	struct buf *b;
+	int err = bcache_read(fs->cache, blk, &b);
+	if (err)
+		return err;
+	if (slot_is_zero(b->data + off))
+		err = -ENOENT;
+	else
+		err = ordfs_inode_decode(b->data + off, ino, fs->csum_seed, out);
+	if (!err && out->mode == 0)
+		err = -ENOENT;
+	bcache_put(fs->cache, b);
+	return err;
+}
+
+static struct inode *inode_alloc_mem(uint32_t ino)
+{
+	struct inode *inode = calloc(1, sizeof(*inode));
+	if (!inode)
+		return NULL;
+	inode->ino = ino;
+	pthread_rwlock_init(&inode->lock, NULL);
+	return inode;
+}
+
+/* Inserts a fresh in-memory inode unless another thread did; returns the
+ * cached one with a reference.  Frees `fresh` if it lost the race. */
+static struct inode *cache_insert(struct inode_cache *ic, struct inode *fresh)
+{
+	pthread_mutex_lock(&ic->lock);
+	struct inode *have = cache_find(ic, fresh->ino);
+	if (have) {
+		have->refs++;
+		pthread_mutex_unlock(&ic->lock);
+		inode_free(fresh);
+		return have;
+	}
+	struct inode **slot = slot_of(ic, fresh->ino);
+	fresh->hash_next = *slot;
+	*slot = fresh;
+	fresh->refs = 1;
+	ic->count++;
+	pthread_mutex_unlock(&ic->lock);
+	return fresh;
+}
+
+int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out)
+{
+	struct inode_cache *ic = fs->icache;
+
+	pthread_mutex_lock(&ic->lock);
+	struct inode *inode = cache_find(ic, ino);
+	if (inode) {
+		inode->refs++;
+		pthread_mutex_unlock(&ic->lock);
+		*out = inode;
+		return 0;
+	}
+	pthread_mutex_unlock(&ic->lock);
+
+	struct inode *fresh = inode_alloc_mem(ino);
+	if (!fresh)
+		return -ENOMEM;
+	int err = inode_read_raw(fs, ino, &fresh->d);
+	if (err) {
+		inode_free(fresh);
+		return err;
+	}
+	fresh->size = fresh->d.size;
+	*out = cache_insert(ic, fresh);
+	return 0;
+}
+
+void inode_hold(struct ordfs *fs, struct inode *inode)
+{
+	pthread_mutex_lock(&fs->icache->lock);
+	inode->refs++;
+	pthread_mutex_unlock(&fs->icache->lock);
+}
+
+void inode_put(struct ordfs *fs, struct inode *inode)
+{
+	struct inode_cache *ic = fs->icache;
+
+	pthread_mutex_lock(&ic->lock);
+	if (inode->refs == 0)
+		abort(); /* reference underflow: a bug, never continue */
+	if (--inode->refs > 0 || file_has_dirty(inode)) {
+		pthread_mutex_unlock(&ic->lock);
+		return;
+	}
+	if (inode->d.links == 0 && !inode->evicting && fs->journal) {
+		/* Last reference to an unlinked inode: free it on disk.  Callers
+		 * never hold a handle here [J8]. */
+		inode->evicting = true;
+		inode->refs++;
+		pthread_mutex_unlock(&ic->lock);
+		ordfs_inode_evict(fs, inode);
+		inode_put(fs, inode);
+		return;
+	}
+	struct inode **pp = slot_of(ic, inode->ino);
+	while (*pp != inode)
+		pp = &(*pp)->hash_next;
+	*pp = inode->hash_next;
+	ic->count--;
+	pthread_mutex_unlock(&ic->lock);
+	inode_free(inode);
+}
+
+int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inode *, void *),
+			 void *ctx)
+{
+	struct inode_cache *ic = fs->icache;
+	uint32_t cap = 0, n = 0;
+	struct inode **list = NULL;
+
+	pthread_mutex_lock(&ic->lock);
+	cap = (uint32_t)ic->count;
+	list = malloc((cap ? cap : 1) * sizeof(*list));
+	if (!list) {
+		pthread_mutex_unlock(&ic->lock);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < ICACHE_SLOTS; i++) {
+		for (struct inode *inode = ic->table[i]; inode; inode = inode->hash_next) {
+			inode->refs++;
+			list[n++] = inode;
+		}
+	}
+	pthread_mutex_unlock(&ic->lock);
+
+	int err = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!err)
+			err = fn(fs, list[i], ctx);
+		inode_put(fs, list[i]);
+	}
+	free(list);
+	return err;
+}
+
+int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigned flags)
+{
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(&fs->sb, inode->ino, &blk, &off);
+
+	struct buf *b;
+	int err = bcache_read(fs->cache, blk, &b);
+	if (err)
+		return err;
+	err = journal_get_write_access(h, b, 0);
+	if (!err) {
+		ordfs_inode_encode(&inode->d, inode->ino, fs->csum_seed, b->data + off);
+		inode->times_dirty = false;
+		uint64_t tid = journal_handle_tid(h);
+		inode->sync_tid = tid;
+		if (flags & INODE_WRITE_DATASYNC)
+			inode->datasync_tid = tid;
+	}
+	bcache_put(fs->cache, b);
+	return err;
+}
+
+int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mode,
+		 uint32_t uid, uint32_t gid, struct inode **out)
+{
+	uint32_t ino;
+	int err = alloc_inode(fs->alloc, h, goal, &ino);
+	if (err)
+		return err;
+
+	struct inode *fresh = inode_alloc_mem(ino);
+	if (!fresh) {
+		alloc_free_inode(fs->alloc, h, ino);
+		return -ENOMEM;
+	}
+	struct ordfs_timespec now = ordfs_now();
+	fresh->d.mode = mode;
+	fresh->d.uid = uid;
+	fresh->d.gid = gid;
+	fresh->d.atime = fresh->d.mtime = fresh->d.ctime = fresh->d.crtime = now;
+	if (getrandom(&fresh->d.generation, sizeof(fresh->d.generation), GRND_NONBLOCK) < 0)
+		fresh->d.generation = (uint32_t)now.nsec ^ ino;
+	extent_tree_init(fresh);
+
+	err = inode_write(fs, h, fresh, INODE_WRITE_DATASYNC);
+	if (err) {
+		alloc_free_inode(fs->alloc, h, ino);
+		inode_free(fresh);
+		return err;
+	}
+	*out = cache_insert(fs->icache, fresh);
+	return 0;
+}

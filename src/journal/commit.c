@@ -1,0 +1,438 @@
+/*
+ * commit.c - the commit thread: turns the running transaction into a
+ * durable one.
+ *
+ * Owns: the commit protocol and the log head.  One thread does every commit
+ * and checkpoint, so log writes never race each other.  The phases of one
+ * commit (journal.h has the rules cited):
+ *
+ *   1. Lock the running transaction; wait for its open handles to stop.
+ *   2. Copy every buffer (setting block checksums in the copies), open the
+ *      next running transaction, unlock.  Handles were blocked only for
+ *      the copy.  Data blocks this transaction makes reachable were written
+ *      before their handles started [J1].
+ *   3. Make log room: if the transaction does not fit, checkpoint first [J4].
+ *   4. Write descriptors + copies + revoke blocks at the log head.
+ *   5. F1: flush (log blocks and ordered data durable) [J2].
+ *   6. Write the commit block (block count + CRC chained over the blocks).
+ *   7. F2: flush; the transaction is committed [J3]: hand its copies to the
+ *      checkpoint list, release the blocks it freed [J5], wake the waiters.
+ *
+ * An I/O error in any phase aborts the journal: the transaction is never
+ * counted as committed and its waiters get -EIO.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "journal_internal.h"
+#include "../blockdev/blockdev.h"
+
+/* ---- log geometry ------------------------------------------------------ */
+
+uint32_t journal_log_capacity(const struct journal *j)
+{
+	return j->log_total - j->log_first;
+}
+
+uint32_t journal_log_used(const struct journal *j)
+{
+	uint32_t cap = journal_log_capacity(j);
+	return (j->head - j->tail + cap) % cap;
+}
+
+uint32_t journal_log_advance(const struct journal *j, uint32_t pos, uint32_t n)
+{
+	uint32_t cap = journal_log_capacity(j);
+	return j->log_first + (pos - j->log_first + n) % cap;
+}
+
+int journal_barrier(struct journal *j)
+{
+	if (!j->cfg.barrier)
+		return 0;
+	int err = blockdev_flush(j->bd);
+	pthread_mutex_lock(&j->state_lock);
+	j->stats.flushes++;
+	pthread_mutex_unlock(&j->state_lock);
+	return err;
+}
+
+int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence)
+{
+	struct ordfs_journal_super js = {
+		.block_size = j->block_size,
+		.total_blocks = j->log_total,
+		.first = j->log_first,
+		.start = start,
+		.sequence = sequence,
+		.err = j->aborted,
+	};
+	memcpy(js.uuid, j->uuid, ORDFS_UUID_LEN);
+	uint8_t *blk = malloc(j->block_size);
+	if (!blk)
+		return -ENOMEM;
+	ordfs_journal_super_encode(&js, j->csum_seed, blk);
+	int err = blockdev_write(j->bd, blk, j->block_size, j->journal_start * j->block_size);
+	free(blk);
+	if (!err)
+		err = journal_barrier(j);
+	return err;
+}
+
+/* Writes n log blocks from `blocks` starting at log position pos, wrapping. */
+static int write_log(struct journal *j, uint32_t pos, const uint8_t *blocks, uint32_t n)
+{
+	while (n > 0) {
+		uint32_t run = j->log_total - pos;
+		if (run > n)
+			run = n;
+		int err = blockdev_write(j->bd, blocks, (size_t)run * j->block_size,
+					 (j->journal_start + pos) * j->block_size);
+		if (err)
+			return err;
+		blocks += (size_t)run * j->block_size;
+		n -= run;
+		pos = journal_log_advance(j, pos, run);
+	}
+	return 0;
+}
+
+/* ---- building the log image of one transaction ------------------------- */
+
+struct log_image {
+	uint8_t *blocks;   /* nblocks * block_size, in log order */
+	uint32_t nblocks;  /* without the commit block */
+	uint32_t crc;      /* chained over the blocks */
+};
+
+static uint32_t log_blocks_needed(const struct journal *j, const struct transaction *tx)
+{
+	uint32_t tags = ordfs_jtags_per_descriptor(j->block_size);
+	uint32_t revs = ordfs_jrevokes_per_block(j->block_size);
+	return tx->bufs.n + (tx->bufs.n + tags - 1) / tags + (tx->revokes.n + revs - 1) / revs;
+}
+
+static void put_descriptor_tag(struct journal *j, uint8_t *desc, uint32_t idx,
+			       uint64_t tid, uint64_t blockno, const uint8_t *copy,
+			       uint8_t *logged)
+{
+	uint8_t seq[8];
+	uint32_t flags = 0;
+
+	le_put64(seq, tid);
+	uint32_t crc = ordfs_crc32c(ordfs_crc32c(j->csum_seed, seq, 8), copy, j->block_size);
+	memcpy(logged, copy, j->block_size);
+	if (le_get32(copy) == ORDFS_JOURNAL_MAGIC) {
+		/* A copy must never look like a journal block to recovery. */
+		memset(logged, 0, 4);
+		flags |= ORDFS_JTAG_ESCAPED;
+	}
+	uint8_t *tag = desc + ORDFS_JB_HDR + 8 + (size_t)idx * ORDFS_JTAG_SIZE;
+	le_put64(tag + 0, blockno);
+	le_put32(tag + 8, flags);
+	le_put32(tag + 12, crc);
+}
+
+static int build_log_image(struct journal *j, struct transaction *tx, struct log_image *li)
+{
+	uint32_t bs = j->block_size;
+	uint32_t per_desc = ordfs_jtags_per_descriptor(bs);
+	uint32_t per_rev = ordfs_jrevokes_per_block(bs);
+
+	li->nblocks = log_blocks_needed(j, tx);
+	li->blocks = calloc(li->nblocks ? li->nblocks : 1, bs);
+	if (!li->blocks)
+		return -ENOMEM;
+
+	uint32_t pos = 0;
+	for (uint32_t i = 0; i < tx->bufs.n; i += per_desc) {
+		uint32_t n = tx->bufs.n - i < per_desc ? tx->bufs.n - i : per_desc;
+		uint8_t *desc = li->blocks + (size_t)pos++ * bs;
+		ordfs_jblock_hdr_init(desc, ORDFS_JB_DESCRIPTOR, tx->tid);
+		le_put32(desc + 16, n);
+		for (uint32_t k = 0; k < n; k++) {
+			struct buf *b = tx->bufs.v[i + k];
+			put_descriptor_tag(j, desc, k, tx->tid, b->blockno, tx->copies[i + k],
+					   li->blocks + (size_t)pos++ * bs);
+		}
+		ordfs_jblock_csum_set(desc, bs, j->csum_seed);
+	}
+	for (uint32_t i = 0; i < tx->revokes.n; i += per_rev) {
+		uint32_t n = tx->revokes.n - i < per_rev ? tx->revokes.n - i : per_rev;
+		uint8_t *rb = li->blocks + (size_t)pos++ * bs;
+		ordfs_jblock_hdr_init(rb, ORDFS_JB_REVOKE, tx->tid);
+		le_put32(rb + 16, n);
+		for (uint32_t k = 0; k < n; k++)
+			le_put64(rb + ORDFS_JB_HDR + 8 + (size_t)k * 8, tx->revokes.v[i + k]);
+		ordfs_jblock_csum_set(rb, bs, j->csum_seed);
+	}
+
+	li->crc = j->csum_seed;
+	for (uint32_t i = 0; i < li->nblocks; i++)
+		li->crc = ordfs_crc32c(li->crc, li->blocks + (size_t)i * bs, bs);
+	return 0;
+}
+
+static void build_commit_block(struct journal *j, uint64_t tid, const struct log_image *li,
+			       uint8_t *blk)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	memset(blk, 0, j->block_size);
+	ordfs_jblock_hdr_init(blk, ORDFS_JB_COMMIT, tid);
+	le_put32(blk + 16, li->nblocks);
+	le_put32(blk + 20, li->crc);
+	le_put64(blk + 24, (uint64_t)now.tv_sec);
+	le_put32(blk + 32, (uint32_t)now.tv_nsec);
+	ordfs_jblock_csum_set(blk, j->block_size, j->csum_seed);
+}
+
+/* ---- phases ------------------------------------------------------------ */
+
+/* Phases 1-2.  Called and returns with state_lock held.  Returns the
+ * transaction now committing, or NULL if it was empty (it stays running). */
+static struct transaction *commit_lock_and_copy(struct journal *j, int *err)
+{
+	struct transaction *tx = j->running;
+
+	*err = 0;
+	tx->state = TX_LOCKED;
+	while (tx->handles > 0)
+		pthread_cond_wait(&j->commit_cond, &j->state_lock);
+
+	if (transaction_empty(tx)) {
+		tx->state = TX_RUNNING;
+		pthread_cond_broadcast(&j->handle_cond);
+		pthread_cond_broadcast(&j->done_cond);
+		return NULL;
+	}
+
+	struct transaction *next = transaction_new(tx->tid + 1);
+	tx->copies = calloc(tx->bufs.n ? tx->bufs.n : 1, sizeof(*tx->copies));
+	if (!next || !tx->copies) {
+		transaction_free(next);
+		*err = -ENOMEM;
+		tx->state = TX_RUNNING;
+		pthread_cond_broadcast(&j->handle_cond);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < tx->bufs.n; i++) {
+		struct buf *b = tx->bufs.v[i];
+		uint8_t *copy = malloc(j->block_size);
+		if (!copy) {
+			*err = -ENOMEM;
+			break;
+		}
+		memcpy(copy, b->data, j->block_size);
+		if (b->csum_hdr)
+			ordfs_block_csum_set(copy, j->block_size, j->csum_seed);
+		tx->copies[i] = copy;
+	}
+	if (*err) {
+		for (uint32_t i = 0; i < tx->bufs.n; i++)
+			free(tx->copies[i]);
+		free(tx->copies);
+		tx->copies = NULL;
+		transaction_free(next);
+		tx->state = TX_RUNNING;
+		pthread_cond_broadcast(&j->handle_cond);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < tx->bufs.n; i++) {
+		tx->bufs.v[i]->jtx = NULL;
+		tx->bufs.v[i]->in_commit = true;
+	}
+	tx->state = TX_COMMITTING;
+	j->committing = tx;
+	j->running = next;
+	pthread_cond_broadcast(&j->handle_cond);
+	return tx;
+}
+
+/* Phases 3-7, without the lock held.  Returns 0 once durable. */
+static int commit_write(struct journal *j, struct transaction *tx)
+{
+	struct log_image li = { 0 };
+	uint8_t *commit_blk = NULL;
+	int err = build_log_image(j, tx, &li);
+	if (err)
+		goto out;
+
+	uint32_t need = li.nblocks + 1;
+	pthread_mutex_lock(&j->state_lock);
+	uint32_t room = journal_log_capacity(j) - journal_log_used(j) - 1;
+	uint32_t head = j->head;
+	pthread_mutex_unlock(&j->state_lock);
+	if (need > room) {
+		err = journal_checkpoint_all(j); /* [J4] */
+		if (err)
+			goto out;
+		pthread_mutex_lock(&j->state_lock);
+		room = journal_log_capacity(j) - journal_log_used(j) - 1;
+		head = j->head;
+		pthread_mutex_unlock(&j->state_lock);
+		if (need > room) {
+			err = -ENOSPC; /* cannot happen while credits are honoured */
+			goto out;
+		}
+	}
+
+	err = write_log(j, head, li.blocks, li.nblocks);
+	if (!err)
+		err = journal_barrier(j); /* F1 [J2] */
+	if (err)
+		goto out;
+
+	commit_blk = malloc(j->block_size);
+	if (!commit_blk) {
+		err = -ENOMEM;
+		goto out;
+	}
+	build_commit_block(j, tx->tid, &li, commit_blk);
+	err = write_log(j, journal_log_advance(j, head, li.nblocks), commit_blk, 1);
+	if (!err)
+		err = journal_barrier(j); /* F2 [J3] */
+	if (!err) {
+		pthread_mutex_lock(&j->state_lock);
+		j->head = journal_log_advance(j, head, need);
+		j->stats.blocks_logged += tx->bufs.n;
+		j->stats.revokes_logged += tx->revokes.n;
+		pthread_mutex_unlock(&j->state_lock);
+	}
+out:
+	free(li.blocks);
+	free(commit_blk);
+	return err;
+}
+
+/* After a durable commit: copies to the checkpoint list, waiters woken,
+ * freed blocks released.  Called without the lock. */
+static void commit_finish(struct journal *j, struct transaction *tx)
+{
+	pthread_mutex_lock(&j->state_lock);
+	for (uint32_t i = 0; i < tx->bufs.n; i++) {
+		struct buf *b = tx->bufs.v[i];
+		b->in_commit = false;
+		journal_ckpt_add(j, b, tx->copies[i], tx->tid);
+		tx->copies[i] = NULL;
+	}
+	j->committed_tid = tx->tid;
+	j->committing = NULL;
+	j->stats.commits++;
+	pthread_cond_broadcast(&j->done_cond);
+	pthread_mutex_unlock(&j->state_lock);
+
+	for (uint32_t i = 0; i < tx->freed.n; i++) {
+		if (j->cfg.release_freed)
+			j->cfg.release_freed(j->cfg.release_ctx, tx->freed.v[i].start,
+					     tx->freed.v[i].len);
+	}
+}
+
+/* A failed commit: the transaction never counts; the journal aborts. */
+static void commit_fail(struct journal *j, struct transaction *tx, int err)
+{
+	journal_abort(j, err);
+	pthread_mutex_lock(&j->state_lock);
+	for (uint32_t i = 0; i < tx->bufs.n; i++) {
+		tx->bufs.v[i]->in_commit = false;
+		free(tx->copies[i]);
+		tx->copies[i] = NULL;
+	}
+	j->committing = NULL;
+	pthread_mutex_unlock(&j->state_lock);
+	for (uint32_t i = 0; i < tx->bufs.n; i++)
+		journal_buf_release(j, tx->bufs.v[i]);
+}
+
+/* Commits the running transaction.  Called with state_lock held; returns
+ * with it held. */
+static void commit_running(struct journal *j)
+{
+	int err;
+	struct transaction *tx = commit_lock_and_copy(j, &err);
+	if (!tx) {
+		if (err) {
+			pthread_mutex_unlock(&j->state_lock);
+			journal_abort(j, err);
+			pthread_mutex_lock(&j->state_lock);
+		}
+		return;
+	}
+	pthread_mutex_unlock(&j->state_lock);
+
+	err = commit_write(j, tx);
+	if (err)
+		commit_fail(j, tx, err);
+	else
+		commit_finish(j, tx);
+	transaction_free(tx);
+	pthread_mutex_lock(&j->state_lock);
+}
+
+static bool commit_due(struct journal *j)
+{
+	struct transaction *tx = j->running;
+	if (j->commit_request >= tx->tid)
+		return true;
+	if (j->cfg.commit_interval_ms == 0 || tx->bufs.n == 0)
+		return false;
+	return journal_now_ms() - tx->start_ms >= j->cfg.commit_interval_ms;
+}
+
+static void wait_for_work(struct journal *j)
+{
+	if (j->cfg.commit_interval_ms == 0) {
+		pthread_cond_wait(&j->commit_cond, &j->state_lock);
+		return;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)(j->cfg.commit_interval_ms % 1000) * 1000000u;
+	ts.tv_sec += j->cfg.commit_interval_ms / 1000 + (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	pthread_cond_timedwait(&j->commit_cond, &j->state_lock, &ts);
+}
+
+void *journal_commit_thread(void *arg)
+{
+	struct journal *j = arg;
+
+	pthread_mutex_lock(&j->state_lock);
+	for (;;) {
+		if (j->aborted) {
+			pthread_cond_broadcast(&j->done_cond);
+			if (j->stopping)
+				break;
+			pthread_cond_wait(&j->commit_cond, &j->state_lock);
+			continue;
+		}
+		if (commit_due(j)) {
+			uint64_t tid = j->running->tid;
+			commit_running(j);
+			/* An empty transaction stays running; requests for it
+			 * are satisfied (its waiters see it empty). */
+			if (j->running->tid == tid && j->commit_request >= tid)
+				j->commit_request = tid - 1;
+			continue;
+		}
+		if (j->checkpoint_request) {
+			j->checkpoint_request = false;
+			pthread_mutex_unlock(&j->state_lock);
+			int err = journal_checkpoint_all(j);
+			if (err)
+				journal_abort(j, err);
+			pthread_mutex_lock(&j->state_lock);
+			j->checkpoint_done++;
+			pthread_cond_broadcast(&j->done_cond);
+			continue;
+		}
+		if (j->stopping)
+			break;
+		wait_for_work(j);
+	}
+	pthread_mutex_unlock(&j->state_lock);
+	return NULL;
+}

@@ -1,0 +1,443 @@
+/*
+ * journal.c - journal lifetime, handles and the requests made of the commit
+ * thread.
+ *
+ * Owns: journal_open/close, journal_start/stop, write access to buffers,
+ * revokes and freed extents of the running transaction, commit and
+ * checkpoint requests and the waits on them.
+ *
+ * Rules: the running transaction is never NULL while the journal is open; a
+ * handle joins it unless it is locked for commit or full (then the handle
+ * waits for the next one).  A buffer joins at most one transaction: the
+ * running one.  Every buffer the journal references is pinned in the cache
+ * by a reference the journal drops only when it no longer needs the buffer
+ * (journal_buf_release).  Waiting for a commit with a handle open is a bug
+ * [J8].
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "journal_internal.h"
+#include "../blockdev/blockdev.h"
+
+uint64_t journal_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int vec_grow(void **v, uint32_t *cap, uint32_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	uint32_t ncap = *cap ? *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	void *nv = realloc(*v, (size_t)ncap * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+struct transaction *transaction_new(uint64_t tid)
+{
+	struct transaction *tx = calloc(1, sizeof(*tx));
+	if (tx)
+		tx->tid = tid;
+	return tx;
+}
+
+void transaction_free(struct transaction *tx)
+{
+	if (!tx)
+		return;
+	free(tx->bufs.v);
+	free(tx->revokes.v);
+	free(tx->freed.v);
+	free(tx->copies);
+	free(tx);
+}
+
+bool transaction_empty(const struct transaction *tx)
+{
+	return tx->bufs.n == 0 && tx->revokes.n == 0 && tx->freed.n == 0;
+}
+
+/* Drops the journal's reference on b once nothing in the journal needs it. */
+void journal_buf_release(struct journal *j, struct buf *b)
+{
+	bcache_put(j->cache, b);
+}
+
+/* ---- open / close ----------------------------------------------------- */
+
+static int journal_read_super(struct blockdev *bd, const struct ordfs_super *sb,
+			      struct ordfs_journal_super *js)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint8_t *blk = malloc(bs);
+	if (!blk)
+		return -ENOMEM;
+	int err = blockdev_read(bd, blk, bs, sb->journal_start * bs);
+	if (!err)
+		err = ordfs_journal_super_decode(blk, bs, sb->csum_seed, js, NULL);
+	if (!err && js->total_blocks != sb->journal_blocks)
+		err = -EUCLEAN;
+	free(blk);
+	return err;
+}
+
+int journal_needs_recovery(struct blockdev *bd, const struct ordfs_super *sb)
+{
+	struct ordfs_journal_super js;
+	int err = journal_read_super(bd, sb, &js);
+	if (err)
+		return err;
+	return js.start != 0;
+}
+
+static void journal_free(struct journal *j)
+{
+	transaction_free(j->running);
+	pthread_cond_destroy(&j->handle_cond);
+	pthread_cond_destroy(&j->commit_cond);
+	pthread_cond_destroy(&j->done_cond);
+	pthread_mutex_destroy(&j->state_lock);
+	free(j);
+}
+
+int journal_open(struct blockdev *bd, struct bcache *cache, const struct ordfs_super *sb,
+		 const struct journal_config *cfg, struct journal **out)
+{
+	struct ordfs_journal_super js;
+	int err = journal_read_super(bd, sb, &js);
+	if (err)
+		return err;
+	if (js.start != 0)
+		return -EUCLEAN; /* recovery must run first */
+
+	struct journal *j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->bd = bd;
+	j->cache = cache;
+	j->cfg = *cfg;
+	j->block_size = ordfs_block_size(sb);
+	j->csum_seed = sb->csum_seed;
+	j->journal_start = sb->journal_start;
+	j->log_first = js.first;
+	j->log_total = js.total_blocks;
+	memcpy(j->uuid, sb->uuid, ORDFS_UUID_LEN);
+	/* A quarter of the log per transaction: room for the one committing,
+	 * the one running and checkpoint slack. */
+	j->max_tx_blocks = (j->log_total - j->log_first) / 4;
+	pthread_mutex_init(&j->state_lock, NULL);
+	pthread_cond_init(&j->handle_cond, NULL);
+	pthread_cond_init(&j->commit_cond, NULL);
+	pthread_cond_init(&j->done_cond, NULL);
+	j->head = j->tail = j->log_first;
+	j->committed_tid = js.sequence - 1;
+	j->commit_request = j->committed_tid;
+	j->running = transaction_new(js.sequence);
+	j->stats.log_total = j->log_total - j->log_first;
+	if (!j->running) {
+		journal_free(j);
+		return -ENOMEM;
+	}
+
+	/* The log is in use from now on: recovery must scan from `first`. */
+	err = journal_write_super(j, j->log_first, js.sequence);
+	if (err) {
+		journal_free(j);
+		return err;
+	}
+	if (pthread_create(&j->thread, NULL, journal_commit_thread, j) != 0) {
+		journal_free(j);
+		return -EAGAIN;
+	}
+	j->thread_started = true;
+	*out = j;
+	return 0;
+}
+
+int journal_close(struct journal *j)
+{
+	int err = journal_flush_all(j);
+
+	pthread_mutex_lock(&j->state_lock);
+	j->stopping = true;
+	pthread_cond_broadcast(&j->commit_cond);
+	pthread_mutex_unlock(&j->state_lock);
+	if (j->thread_started)
+		pthread_join(j->thread, NULL);
+
+	if (!err && !j->aborted) {
+		/* Everything is home: mark the log empty [J7]. */
+		err = journal_write_super(j, 0, j->running->tid);
+	}
+	if (!err && j->aborted)
+		err = j->aborted;
+
+	/* Drop what an aborted journal still pins. */
+	for (uint32_t i = 0; i < j->running->bufs.n; i++) {
+		j->running->bufs.v[i]->jtx = NULL;
+		journal_buf_release(j, j->running->bufs.v[i]);
+	}
+	while (j->ckpt_head)
+		journal_ckpt_drop(j, j->ckpt_head);
+	journal_free(j);
+	return err;
+}
+
+/* ---- handles ----------------------------------------------------------- */
+
+static uint32_t revoke_blocks(const struct journal *j, uint32_t nrevokes)
+{
+	uint32_t per = ordfs_jrevokes_per_block(j->block_size);
+	return (nrevokes + per - 1) / per;
+}
+
+/* Log blocks the running transaction may need if all reservations are used. */
+static uint32_t tx_projected_blocks(const struct journal *j, const struct transaction *tx)
+{
+	return tx->bufs.n + tx->reserved + revoke_blocks(j, tx->revokes.n);
+}
+
+int journal_start(struct journal *j, uint32_t credits, struct handle **out)
+{
+	if (credits > j->max_tx_blocks)
+		return -E2BIG;
+	struct handle *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+
+	pthread_mutex_lock(&j->state_lock);
+	for (;;) {
+		if (j->aborted) {
+			pthread_mutex_unlock(&j->state_lock);
+			free(h);
+			return -EROFS;
+		}
+		struct transaction *tx = j->running;
+		if (tx->state != TX_RUNNING) {
+			pthread_cond_wait(&j->handle_cond, &j->state_lock);
+			continue;
+		}
+		if (tx_projected_blocks(j, tx) + credits > j->max_tx_blocks) {
+			/* Full: have it committed and join the next one. */
+			if (j->commit_request < tx->tid)
+				j->commit_request = tx->tid;
+			pthread_cond_broadcast(&j->commit_cond);
+			pthread_cond_wait(&j->handle_cond, &j->state_lock);
+			continue;
+		}
+		tx->handles++;
+		tx->reserved += credits;
+		h->j = j;
+		h->tx = tx;
+		h->credits = credits;
+		break;
+	}
+	pthread_mutex_unlock(&j->state_lock);
+	*out = h;
+	return 0;
+}
+
+int journal_stop(struct handle *h)
+{
+	struct journal *j = h->j;
+	int err;
+
+	pthread_mutex_lock(&j->state_lock);
+	struct transaction *tx = h->tx;
+	tx->reserved -= h->credits - (h->used < h->credits ? h->used : h->credits);
+	if (--tx->handles == 0 && tx->state == TX_LOCKED)
+		pthread_cond_broadcast(&j->commit_cond);
+	err = j->aborted ? -EROFS : 0;
+	pthread_mutex_unlock(&j->state_lock);
+	free(h);
+	return err;
+}
+
+uint64_t journal_handle_tid(const struct handle *h)
+{
+	return h->tx->tid;
+}
+
+int journal_get_write_access(struct handle *h, struct buf *b, unsigned flags)
+{
+	struct journal *j = h->j;
+	struct transaction *tx = h->tx;
+	int err = 0;
+
+	pthread_mutex_lock(&j->state_lock);
+	if (j->aborted) {
+		err = -EROFS;
+		goto out;
+	}
+	if (flags & JWA_CSUM_HDR)
+		b->csum_hdr = true;
+	if (b->jtx == tx)
+		goto out;
+	err = VEC_PUSH(tx->bufs, b);
+	if (err)
+		goto out;
+	if (b->freed_seq) {
+		/* Reused after its free committed [J5]: the old committed copy
+		 * must never be written home, and replay of older log copies is
+		 * stopped by the revoke the free recorded [J6]. */
+		if (b->committed)
+			journal_ckpt_drop(j, b);
+		b->freed_seq = 0;
+	}
+	b->jtx = tx;
+	bcache_hold(j->cache, b);
+	if (tx->bufs.n == 1)
+		tx->start_ms = journal_now_ms();
+	if (h->used < h->credits)
+		tx->reserved--;
+	h->used++;
+out:
+	pthread_mutex_unlock(&j->state_lock);
+	return err;
+}
+
+int journal_forget(struct handle *h, uint64_t blockno)
+{
+	struct journal *j = h->j;
+	struct transaction *tx = h->tx;
+	struct buf *b = bcache_peek(j->cache, blockno);
+	struct buf *drop = NULL;
+	int err = 0;
+
+	if (!b)
+		return 0; /* not cached, so not pinned, so not in the live log */
+
+	pthread_mutex_lock(&j->state_lock);
+	if (b->jtx == tx) {
+		/* Freed in the transaction that dirtied it: do not log it. */
+		for (uint32_t i = 0; i < tx->bufs.n; i++) {
+			if (tx->bufs.v[i] == b) {
+				tx->bufs.v[i] = tx->bufs.v[--tx->bufs.n];
+				break;
+			}
+		}
+		b->jtx = NULL;
+		drop = b;
+	}
+	if (b->in_commit || b->committed)
+		err = VEC_PUSH(tx->revokes, blockno); /* [J6] */
+	b->freed_seq = tx->tid;
+	pthread_mutex_unlock(&j->state_lock);
+
+	if (drop)
+		journal_buf_release(j, drop);
+	bcache_put(j->cache, b);
+	return err;
+}
+
+int journal_add_freed(struct handle *h, uint64_t start, uint32_t len)
+{
+	struct journal *j = h->j;
+	struct freed_extent fe = { start, len };
+
+	pthread_mutex_lock(&j->state_lock);
+	int err = VEC_PUSH(h->tx->freed, fe);
+	pthread_mutex_unlock(&j->state_lock);
+	return err;
+}
+
+/* ---- commit requests --------------------------------------------------- */
+
+uint64_t journal_running_tid(struct journal *j)
+{
+	pthread_mutex_lock(&j->state_lock);
+	uint64_t tid = j->running->tid;
+	pthread_mutex_unlock(&j->state_lock);
+	return tid;
+}
+
+/* True if tid is the running transaction and it holds nothing: everything
+ * a caller could need from it is already durable.  state_lock held. */
+static bool running_is_idle(struct journal *j, uint64_t tid)
+{
+	return tid == j->running->tid && transaction_empty(j->running) &&
+	       j->running->handles == 0;
+}
+
+int journal_commit_wait(struct journal *j, uint64_t tid)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&j->state_lock);
+	if (running_is_idle(j, tid))
+		tid = j->committed_tid;
+	if (tid > j->committed_tid) {
+		j->stats.commit_requests++;
+		if (j->commit_request < tid)
+			j->commit_request = tid;
+		pthread_cond_broadcast(&j->commit_cond);
+		while (tid > j->committed_tid && !j->aborted && !running_is_idle(j, tid))
+			pthread_cond_wait(&j->done_cond, &j->state_lock);
+	}
+	if (tid > j->committed_tid && !running_is_idle(j, tid))
+		err = j->aborted == -EROFS ? -EROFS : -EIO;
+	pthread_mutex_unlock(&j->state_lock);
+	return err;
+}
+
+int journal_force_commit(struct journal *j)
+{
+	return journal_commit_wait(j, journal_running_tid(j));
+}
+
+int journal_flush_all(struct journal *j)
+{
+	int err = journal_force_commit(j);
+	if (err)
+		return err;
+
+	pthread_mutex_lock(&j->state_lock);
+	uint64_t target = j->checkpoint_done + 1;
+	j->checkpoint_request = true;
+	pthread_cond_broadcast(&j->commit_cond);
+	while (j->checkpoint_done < target && !j->aborted)
+		pthread_cond_wait(&j->done_cond, &j->state_lock);
+	err = j->checkpoint_done < target ? j->aborted : 0;
+	pthread_mutex_unlock(&j->state_lock);
+	return err;
+}
+
+void journal_abort(struct journal *j, int err)
+{
+	pthread_mutex_lock(&j->state_lock);
+	if (!j->aborted)
+		j->aborted = err ? err : -EIO;
+	pthread_cond_broadcast(&j->handle_cond);
+	pthread_cond_broadcast(&j->commit_cond);
+	pthread_cond_broadcast(&j->done_cond);
+	pthread_mutex_unlock(&j->state_lock);
+}
+
+int journal_aborted(struct journal *j)
+{
+	pthread_mutex_lock(&j->state_lock);
+	int err = j->aborted;
+	pthread_mutex_unlock(&j->state_lock);
+	return err;
+}
+
+void journal_get_stats(struct journal *j, struct journal_stats *out)
+{
+	pthread_mutex_lock(&j->state_lock);
+	*out = j->stats;
+	out->running_tid = j->running->tid;
+	out->committed_tid = j->committed_tid;
+	out->log_used = journal_log_used(j);
+	pthread_mutex_unlock(&j->state_lock);
+}

@@ -1,0 +1,113 @@
+/*
+ * journal_internal.h - state shared by journal.c (handles), commit.c (the
+ * commit thread) and checkpoint.c.  Not for use outside src/journal/.
+ *
+ * Locking: every field below marked (S) is guarded by j->state_lock;
+ * fields marked (C) belong to the commit thread alone.
+ */
+#ifndef ORDFS_JOURNAL_INTERNAL_H
+#define ORDFS_JOURNAL_INTERNAL_H
+
+#include <pthread.h>
+
+#include "journal.h"
+#include "../cache/bcache.h"
+
+enum tx_state {
+	TX_RUNNING,   /* handles may join */
+	TX_LOCKED,    /* commit waits for open handles; new handles wait */
+	TX_COMMITTING /* copies taken; log being written */
+};
+
+struct freed_extent {
+	uint64_t start;
+	uint32_t len;
+};
+
+/* A growable array of T. */
+#define VEC(T) struct { T *v; uint32_t n, cap; }
+
+struct transaction {
+	uint64_t tid;
+	enum tx_state state;     /* (S) */
+	uint32_t handles;        /* (S) open handles */
+	uint32_t reserved;       /* (S) credits open handles may still use */
+	uint64_t start_ms;       /* (S) when the first buffer joined */
+	VEC(struct buf *) bufs;  /* (S) buffers to log, each with a journal ref */
+	VEC(uint64_t) revokes;   /* (S) */
+	VEC(struct freed_extent) freed; /* (S) released after commit [J5] */
+	/* (C) filled when the commit starts: the copies to log */
+	uint8_t **copies;
+};
+
+struct handle {
+	struct journal *j;
+	struct transaction *tx;
+	uint32_t credits;
+	uint32_t used;
+};
+
+struct journal {
+	struct blockdev *bd;
+	struct bcache *cache;
+	struct journal_config cfg;
+	uint32_t block_size;
+	uint32_t csum_seed;
+	uint64_t journal_start;   /* image block of log block 0 */
+	uint32_t log_first;       /* first usable log block */
+	uint32_t log_total;       /* log blocks including the journal sb */
+	uint32_t max_tx_blocks;   /* credits one transaction may reserve */
+	uint8_t uuid[ORDFS_UUID_LEN];
+
+	pthread_mutex_t state_lock;
+	pthread_cond_t handle_cond;  /* (S) running transaction changed/unlocked */
+	pthread_cond_t commit_cond;  /* (S) wakes the commit thread */
+	pthread_cond_t done_cond;    /* (S) a commit or checkpoint finished */
+
+	struct transaction *running;   /* (S) never NULL while open */
+	struct transaction *committing;/* (S) or NULL */
+	uint64_t committed_tid;        /* (S) highest committed sequence */
+	uint64_t commit_request;       /* (S) commit up to this tid */
+	bool checkpoint_request;       /* (S) full checkpoint wanted */
+	uint64_t checkpoint_done;      /* (S) full checkpoints completed */
+	int aborted;                   /* (S) 0 or the negative errno */
+	bool stopping;                 /* (S) */
+	struct journal_stats stats;    /* (S) */
+
+	/* Buffers with a committed copy not yet written home. (S) */
+	struct buf *ckpt_head;
+	uint64_t ckpt_count;
+
+	/* Log positions, in log blocks. (S) written by the commit thread. */
+	uint32_t head;  /* where the next transaction starts */
+	uint32_t tail;  /* oldest transaction not yet checkpointed */
+
+	pthread_t thread;
+	bool thread_started;
+};
+
+/* journal.c */
+uint64_t journal_now_ms(void);
+void journal_buf_release(struct journal *j, struct buf *b);
+int vec_grow(void **v, uint32_t *cap, uint32_t need, size_t elem);
+#define VEC_PUSH(vec, val)                                                          \
+	(vec_grow((void **)&(vec).v, &(vec).cap, (vec).n + 1, sizeof(*(vec).v)) ? -ENOMEM \
+	 : ((vec).v[(vec).n++] = (val), 0))
+struct transaction *transaction_new(uint64_t tid);
+void transaction_free(struct transaction *tx);
+bool transaction_empty(const struct transaction *tx);
+
+/* commit.c */
+void *journal_commit_thread(void *arg);
+uint32_t journal_log_used(const struct journal *j);
+uint32_t journal_log_capacity(const struct journal *j);
+uint32_t journal_log_advance(const struct journal *j, uint32_t pos, uint32_t n);
+int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence);
+int journal_barrier(struct journal *j);
+
+/* checkpoint.c */
+void journal_ckpt_add(struct journal *j, struct buf *b, uint8_t *copy, uint64_t tid);
+void journal_ckpt_drop(struct journal *j, struct buf *b);
+int journal_checkpoint_all(struct journal *j);
+
+#endif

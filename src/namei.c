@@ -1,0 +1,575 @@
+/*
+ * namei.c - namespace operations: lookup, create, mkdir, unlink, rmdir,
+ * rename; the orphan list; freeing unlinked inodes.
+ *
+ * Owns: the rules that keep names, link counts and ".." consistent.
+ *  - Each operation validates everything it can before its handle starts,
+ *    then makes its changes in one handle (atomic across a crash).  A step
+ *    that fails after the first change aborts the journal rather than
+ *    commit half an operation.
+ *  - Lock order: fs->rename_lock (cross-directory renames only) -> directory
+ *    locks (parent before child; two unrelated directories by inode
+ *    number) -> non-directory inodes by inode number -> journal_start ->
+ *    fs->orphan_lock.
+ *  - An inode whose link count drops to 0 goes on the orphan list in the
+ *    same handle; its blocks and inode are freed when its last reference
+ *    goes (ordfs_inode_evict), or at the next mount after a crash.
+ *  - The orphan list is a chain through next_orphan, headed in the
+ *    superblock; orphan_lock owns sb.orphan_head and every next_orphan.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <dirent.h>
+
+#include "fs.h"
+#include "file.h"
+#include "inode.h"
+#include "ops.h"
+#include "alloc/alloc.h"
+#include "cache/bcache.h"
+#include "dir/dir.h"
+#include "extent/extent.h"
+#include "journal/journal.h"
+
+static uint8_t dtype_of(uint16_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return DT_REG;
+	case S_IFDIR: return DT_DIR;
+	case S_IFLNK: return DT_LNK;
+	case S_IFCHR: return DT_CHR;
+	case S_IFBLK: return DT_BLK;
+	case S_IFIFO: return DT_FIFO;
+	case S_IFSOCK: return DT_SOCK;
+	default: return DT_UNKNOWN;
+	}
+}
+
+static bool is_dir(const struct inode *inode)
+{
+	return S_ISDIR(inode->d.mode);
+}
+
+/* A change inside a handle failed after earlier changes: never commit a
+ * half operation. */
+static int abort_half_done(struct ordfs *fs, int err)
+{
+	journal_abort(fs->journal, err);
+	return err;
+}
+
+static void touch_dir(struct inode *dir)
+{
+	dir->d.mtime = dir->d.ctime = ordfs_now();
+}
+
+/* ---- the orphan list ---------------------------------------------------- */
+
+/* Writes the in-memory superblock into block 0 under h.  sb_lock held. */
+static int write_super_journaled(struct ordfs *fs, struct handle *h)
+{
+	struct buf *b;
+	int err = bcache_read(fs->cache, 0, &b);
+	if (err)
+		return err;
+	err = journal_get_write_access(h, b, 0);
+	if (!err)
+		ordfs_super_encode(&fs->sb, b->data);
+	bcache_put(fs->cache, b);
+	return err;
+}
+
+static int set_orphan_head(struct ordfs *fs, struct handle *h, uint32_t ino)
+{
+	pthread_mutex_lock(&fs->sb_lock);
+	fs->sb.orphan_head = ino;
+	int err = write_super_journaled(fs, h);
+	pthread_mutex_unlock(&fs->sb_lock);
+	return err;
+}
+
+static int orphan_add(struct ordfs *fs, struct handle *h, struct inode *inode)
+{
+	pthread_mutex_lock(&fs->orphan_lock);
+	inode->d.next_orphan = fs->sb.orphan_head;
+	inode->d.flags |= ORDFS_INODE_ORPHAN;
+	int err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+	if (!err)
+		err = set_orphan_head(fs, h, inode->ino);
+	pthread_mutex_unlock(&fs->orphan_lock);
+	return err;
+}
+
+/* Unlinks inode from the orphan chain.  The predecessor's next_orphan is
+ * owned by orphan_lock; its owner may be changing other fields of its d,
+ * but it always re-encodes them in the same transaction (handles of one
+ * transaction overlap), so the committed slot is consistent. */
+static int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&fs->orphan_lock);
+	uint32_t next = inode->d.next_orphan;
+	if (fs->sb.orphan_head == inode->ino) {
+		err = set_orphan_head(fs, h, next);
+	} else {
+		uint32_t cur = fs->sb.orphan_head;
+		for (uint32_t steps = 0; cur && steps < fs->sb.inode_count; steps++) {
+			struct inode *p;
+			err = inode_get(fs, cur, &p);
+			if (err)
+				break;
+			if (p->d.next_orphan == inode->ino) {
+				p->d.next_orphan = next;
+				err = inode_write(fs, h, p, 0);
+				inode_put(fs, p);
+				break;
+			}
+			cur = p->d.next_orphan;
+			inode_put(fs, p);
+		}
+	}
+	inode->d.next_orphan = 0;
+	inode->d.flags &= ~ORDFS_INODE_ORPHAN;
+	pthread_mutex_unlock(&fs->orphan_lock);
+	return err;
+}
+
+void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
+{
+	pthread_rwlock_wrlock(&inode->lock);
+	int err = ordfs_truncate_locked(fs, inode, 0);
+	if (!err && !S_ISREG(inode->d.mode)) {
+		/* Directories and symlinks: truncate handles regular files only. */
+		const uint32_t per_handle = 16;
+		int more = 1;
+		while (more > 0) {
+			struct handle *h;
+			err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
+			if (err)
+				break;
+			more = extent_remove(fs, h, inode, 0, UINT64_MAX, per_handle);
+			int serr = journal_stop(h);
+			err = more < 0 ? more : serr;
+			if (err)
+				break;
+		}
+	}
+	if (!err) {
+		struct handle *h;
+		err = journal_start(fs->journal, 8, &h);
+		if (!err) {
+			err = orphan_remove(fs, h, inode);
+			if (!err)
+				err = alloc_free_inode(fs->alloc, h, inode->ino);
+			if (!err) {
+				uint32_t gen = inode->d.generation;
+				memset(&inode->d, 0, sizeof(inode->d));
+				inode->d.generation = gen + 1;
+				err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+			}
+			int serr = journal_stop(h);
+			if (!err)
+				err = serr;
+		}
+	}
+	pthread_rwlock_unlock(&inode->lock);
+	(void)err; /* on failure the inode stays on the orphan list for the next mount */
+}
+
+int ordfs_process_orphans(struct ordfs *fs)
+{
+	uint32_t steps = 0;
+	while (fs->sb.orphan_head && steps++ < fs->sb.inode_count) {
+		uint32_t ino = fs->sb.orphan_head;
+		struct inode *inode;
+		int err = inode_get(fs, ino, &inode);
+		if (err)
+			return err;
+		if (inode->d.links > 0) {
+			/* Not really orphaned: just take it off the list. */
+			struct handle *h;
+			err = journal_start(fs->journal, 4, &h);
+			if (!err) {
+				err = orphan_remove(fs, h, inode);
+				if (!err)
+					err = inode_write(fs, h, inode, 0);
+				int serr = journal_stop(h);
+				if (!err)
+					err = serr;
+			}
+		}
+		inode_put(fs, inode); /* links == 0: evicts */
+		if (err)
+			return err;
+		if (fs->sb.orphan_head == ino)
+			return -EUCLEAN; /* eviction failed to make progress */
+	}
+	return 0;
+}
+
+/* ---- lookup and create ---------------------------------------------------- */
+
+int ordfs_lookup(struct ordfs *fs, struct inode *dir, const char *name, struct inode **out)
+{
+	size_t len = strlen(name);
+	uint32_t ino;
+
+	if (!is_dir(dir))
+		return -ENOTDIR;
+	int err = dir_check_name(name, len);
+	if (err)
+		return err;
+	pthread_rwlock_rdlock(&dir->lock);
+	err = dir_lookup(fs, dir, name, len, &ino, NULL);
+	pthread_rwlock_unlock(&dir->lock);
+	if (err)
+		return err;
+	return inode_get(fs, ino, out);
+}
+
+static int create_common(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+			 const struct ordfs_cred *cred, struct inode **out)
+{
+	size_t len = strlen(name);
+	uint32_t existing;
+	struct inode *child = NULL;
+	struct handle *h;
+
+	if (!fs->journal)
+		return -EROFS;
+	if (!is_dir(dir))
+		return -ENOTDIR;
+	int err = dir_check_name(name, len);
+	if (err)
+		return err;
+
+	pthread_rwlock_wrlock(&dir->lock);
+	if (dir->d.links == 0) {
+		err = -ENOENT; /* the directory was removed */
+		goto out_unlock;
+	}
+	err = dir_lookup(fs, dir, name, len, &existing, NULL);
+	if (err != -ENOENT) {
+		err = err ? err : -EEXIST;
+		goto out_unlock;
+	}
+	err = journal_start(fs->journal, dir_credits(fs, dir) + 6, &h);
+	if (err)
+		goto out_unlock;
+	err = inode_create(fs, h, dir->ino + 1, mode, cred->uid, cred->gid, &child);
+	if (err)
+		goto out_stop;
+	if (S_ISDIR(mode)) {
+		child->d.links = 2;
+		child->d.parent = dir->ino;
+	} else {
+		child->d.links = 1;
+	}
+	err = dir_add(fs, h, dir, name, len, child->ino, dtype_of(mode));
+	if (err) {
+		/* Nothing points at the new inode yet: give it back. */
+		int ferr = alloc_free_inode(fs->alloc, h, child->ino);
+		child->d.links = 0;
+		child->d.mode = 0;
+		if (!ferr)
+			ferr = inode_write(fs, h, child, INODE_WRITE_DATASYNC);
+		if (ferr)
+			abort_half_done(fs, ferr);
+		goto out_stop;
+	}
+	err = inode_write(fs, h, child, INODE_WRITE_DATASYNC);
+	if (!err) {
+		if (S_ISDIR(mode))
+			dir->d.links++;
+		touch_dir(dir);
+		err = inode_write(fs, h, dir, INODE_WRITE_DATASYNC);
+	}
+	if (err)
+		abort_half_done(fs, err);
+out_stop:;
+	int serr = journal_stop(h);
+	if (!err)
+		err = serr;
+out_unlock:
+	pthread_rwlock_unlock(&dir->lock);
+	if (err) {
+		if (child)
+			inode_put(fs, child);
+		return err;
+	}
+	*out = child;
+	return 0;
+}
+
+int ordfs_mkdir(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		const struct ordfs_cred *cred, struct inode **out)
+{
+	return create_common(fs, dir, name, (uint16_t)(S_IFDIR | (mode & 07777)), cred, out);
+}
+
+int ordfs_create(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		 const struct ordfs_cred *cred, struct inode **out)
+{
+	if (S_ISDIR(mode))
+		return -EINVAL;
+	if ((mode & S_IFMT) == 0)
+		mode |= S_IFREG;
+	return create_common(fs, dir, name, mode, cred, out);
+}
+
+/* ---- unlink and rmdir ------------------------------------------------------ */
+
+/* Drops one link (two for a directory) of child, orphaning it at zero. */
+static int drop_link(struct ordfs *fs, struct handle *h, struct inode *child)
+{
+	child->d.ctime = ordfs_now();
+	if (is_dir(child))
+		child->d.links = 0;
+	else if (child->d.links > 0)
+		child->d.links--;
+	if (child->d.links == 0)
+		return orphan_add(fs, h, child);
+	return inode_write(fs, h, child, INODE_WRITE_DATASYNC);
+}
+
+static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, bool want_dir)
+{
+	size_t len = strlen(name);
+	uint32_t ino;
+	struct inode *child = NULL;
+	struct handle *h;
+
+	if (!fs->journal)
+		return -EROFS;
+	if (!is_dir(dir))
+		return -ENOTDIR;
+	int err = dir_check_name(name, len);
+	if (err)
+		return err;
+
+	pthread_rwlock_wrlock(&dir->lock);
+	err = dir_lookup(fs, dir, name, len, &ino, NULL);
+	if (!err)
+		err = inode_get(fs, ino, &child);
+	if (err)
+		goto out_unlock;
+	pthread_rwlock_wrlock(&child->lock);
+	if (want_dir && !is_dir(child))
+		err = -ENOTDIR;
+	else if (!want_dir && is_dir(child))
+		err = -EISDIR;
+	else if (want_dir) {
+		int empty = dir_is_empty(fs, child);
+		err = empty < 0 ? empty : empty ? 0 : -ENOTEMPTY;
+	}
+	if (err)
+		goto out_unlock_child;
+
+	err = journal_start(fs->journal, dir_credits(fs, dir) + 6, &h);
+	if (err)
+		goto out_unlock_child;
+	err = dir_remove(fs, h, dir, name, len, NULL);
+	if (!err) {
+		err = drop_link(fs, h, child);
+		if (!err && want_dir)
+			dir->d.links--;
+		touch_dir(dir);
+		if (!err)
+			err = inode_write(fs, h, dir, INODE_WRITE_DATASYNC);
+		if (err)
+			abort_half_done(fs, err);
+	}
+	int serr = journal_stop(h);
+	if (!err)
+		err = serr;
+out_unlock_child:
+	pthread_rwlock_unlock(&child->lock);
+out_unlock:
+	pthread_rwlock_unlock(&dir->lock);
+	if (child)
+		inode_put(fs, child); /* the last reference frees an unlinked inode */
+	return err;
+}
+
+int ordfs_unlink(struct ordfs *fs, struct inode *dir, const char *name)
+{
+	return remove_common(fs, dir, name, false);
+}
+
+int ordfs_rmdir(struct ordfs *fs, struct inode *dir, const char *name)
+{
+	return remove_common(fs, dir, name, true);
+}
+
+/* ---- rename ---------------------------------------------------------------- */
+
+/* -EINVAL if moving src under newdir would put src inside itself.  Walks
+ * ".." from newdir to the root; rename_lock keeps the tree still. */
+static int check_not_ancestor(struct ordfs *fs, struct inode *src, struct inode *newdir)
+{
+	uint32_t cur = newdir->ino;
+	for (uint32_t steps = 0; steps < fs->sb.inode_count; steps++) {
+		if (cur == src->ino)
+			return -EINVAL;
+		if (cur == ORDFS_ROOT_INO)
+			return 0;
+		struct inode *p;
+		int err = inode_get(fs, cur, &p);
+		if (err)
+			return err;
+		uint32_t parent = p->d.parent;
+		inode_put(fs, p);
+		if (parent == 0 || parent == cur)
+			return -EUCLEAN;
+		cur = parent;
+	}
+	return -EUCLEAN;
+}
+
+struct rename_ctx {
+	struct inode *olddir, *newdir, *src, *dst;
+	const char *oldname, *newname;
+	size_t oldlen, newlen;
+};
+
+static int rename_checks(struct ordfs *fs, struct rename_ctx *rc)
+{
+	if (rc->dst == rc->olddir || rc->dst == rc->newdir || rc->src == rc->newdir)
+		return -EINVAL;
+	if (is_dir(rc->src) && rc->olddir != rc->newdir) {
+		int err = check_not_ancestor(fs, rc->src, rc->newdir);
+		if (err)
+			return err;
+	}
+	if (!rc->dst)
+		return 0;
+	if (is_dir(rc->src) && !is_dir(rc->dst))
+		return -ENOTDIR;
+	if (!is_dir(rc->src) && is_dir(rc->dst))
+		return -EISDIR;
+	if (is_dir(rc->dst)) {
+		int empty = dir_is_empty(fs, rc->dst);
+		return empty < 0 ? empty : empty ? 0 : -ENOTEMPTY;
+	}
+	return 0;
+}
+
+/* The changes of a rename, in one handle.  The only step that can fail
+ * for lack of space (adding the new name) comes first. */
+static int rename_apply(struct ordfs *fs, struct handle *h, struct rename_ctx *rc)
+{
+	uint8_t type = dtype_of(rc->src->d.mode);
+	int err;
+
+	if (rc->dst)
+		err = dir_replace(fs, h, rc->newdir, rc->newname, rc->newlen, rc->src->ino, type);
+	else
+		err = dir_add(fs, h, rc->newdir, rc->newname, rc->newlen, rc->src->ino, type);
+	if (err)
+		return err;
+
+	err = dir_remove(fs, h, rc->olddir, rc->oldname, rc->oldlen, NULL);
+	if (!err && rc->dst) {
+		if (is_dir(rc->dst))
+			rc->newdir->d.links--;
+		err = drop_link(fs, h, rc->dst);
+	}
+	if (!err && is_dir(rc->src) && rc->olddir != rc->newdir) {
+		rc->src->d.parent = rc->newdir->ino;
+		rc->olddir->d.links--;
+		rc->newdir->d.links++;
+	}
+	if (!err) {
+		rc->src->d.ctime = ordfs_now();
+		err = inode_write(fs, h, rc->src, INODE_WRITE_DATASYNC);
+	}
+	touch_dir(rc->olddir);
+	touch_dir(rc->newdir);
+	if (!err)
+		err = inode_write(fs, h, rc->olddir, INODE_WRITE_DATASYNC);
+	if (!err && rc->newdir != rc->olddir)
+		err = inode_write(fs, h, rc->newdir, INODE_WRITE_DATASYNC);
+	if (err)
+		abort_half_done(fs, err);
+	return err;
+}
+
+static void lock_pair(struct inode *a, struct inode *b)
+{
+	if (!b || a == b) {
+		pthread_rwlock_wrlock(&a->lock);
+		return;
+	}
+	struct inode *first = a->ino < b->ino ? a : b;
+	pthread_rwlock_wrlock(&first->lock);
+	pthread_rwlock_wrlock(&(first == a ? b : a)->lock);
+}
+
+static void unlock_pair(struct inode *a, struct inode *b)
+{
+	pthread_rwlock_unlock(&a->lock);
+	if (b && b != a)
+		pthread_rwlock_unlock(&b->lock);
+}
+
+int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
+		 struct inode *newdir, const char *newname, unsigned flags)
+{
+	struct rename_ctx rc = { olddir, newdir, NULL, NULL, oldname, newname,
+				 strlen(oldname), strlen(newname) };
+	uint32_t ino;
+	int err;
+
+	if (flags)
+		return -EINVAL; /* RENAME_NOREPLACE/EXCHANGE come with the POSIX issue */
+	if (!fs->journal)
+		return -EROFS;
+	if (!is_dir(olddir) || !is_dir(newdir))
+		return -ENOTDIR;
+	if ((err = dir_check_name(oldname, rc.oldlen)) || (err = dir_check_name(newname, rc.newlen)))
+		return err;
+
+	bool cross = olddir != newdir;
+	if (cross)
+		pthread_mutex_lock(&fs->rename_lock);
+	lock_pair(olddir, cross ? newdir : NULL);
+
+	err = dir_lookup(fs, olddir, oldname, rc.oldlen, &ino, NULL);
+	if (!err)
+		err = inode_get(fs, ino, &rc.src);
+	if (!err) {
+		err = dir_lookup(fs, newdir, newname, rc.newlen, &ino, NULL);
+		if (!err)
+			err = inode_get(fs, ino, &rc.dst);
+		else if (err == -ENOENT)
+			err = 0;
+	}
+	if (!err && rc.dst == rc.src)
+		goto out; /* same inode: nothing to do, as POSIX says */
+	if (!err)
+		err = rename_checks(fs, &rc);
+	if (err)
+		goto out;
+
+	lock_pair(rc.src, rc.dst);
+	struct handle *h;
+	err = journal_start(fs->journal, 2 * dir_credits(fs, newdir) + 12, &h);
+	if (!err) {
+		err = rename_apply(fs, h, &rc);
+		int serr = journal_stop(h);
+		if (!err)
+			err = serr;
+	}
+	unlock_pair(rc.src, rc.dst);
+out:
+	unlock_pair(olddir, cross ? newdir : NULL);
+	if (cross)
+		pthread_mutex_unlock(&fs->rename_lock);
+	if (rc.src)
+		inode_put(fs, rc.src);
+	if (rc.dst)
+		inode_put(fs, rc.dst);
+	return err;
+}
