@@ -1,0 +1,180 @@
+/*
+ * test_alloc.c - block and inode allocation on a real (in-memory) mkfs'd
+ * filesystem: claims, marks, frees that become reusable only after their
+ * transaction commits [J5], reservations, ENOSPC, inode allocation.
+ */
+#include <stdlib.h>
+
+#include "helpers.h"
+
+START_TEST(test_alloc_mark_free_release)
+{
+	struct test_fs t;
+	tfs_setup(&t, 16 << 20, 4096, 0);
+	struct alloc *a = t.fs->alloc;
+	struct alloc_counts before, c;
+	alloc_get_counts(a, &before);
+
+	struct handle *h = tfs_start(&t, 8);
+	uint64_t start;
+	uint32_t got;
+	ck_assert_int_eq(alloc_blocks(a, h, 0, 10, 0, &start, &got), 0);
+	ck_assert_uint_eq(got, 10);
+	ck_assert(alloc_block_in_use(a, start));
+	ck_assert(alloc_block_in_use(a, start + 9));
+	ck_assert_uint_ge(start, t.fs->sb.data_start);
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.free_blocks, before.free_blocks - 10);
+
+	/* Freeing a block twice is refused and changes nothing. */
+	ck_assert_int_eq(alloc_free_blocks(a, h, start, 10, 0), 0);
+	ck_assert_int_eq(alloc_free_blocks(a, h, start, 1, 0), -EUCLEAN);
+	ck_assert(!alloc_block_in_use(a, start));
+	tfs_stop(h);
+
+	/* Freed but not committed: not handed out again [J5]. */
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.pending_free, 10);
+	uint64_t s2;
+	uint32_t g2;
+	ck_assert_int_eq(alloc_claim_blocks(a, start, 10, 0, &s2, &g2), 0);
+	ck_assert(s2 >= start + 10 || s2 + g2 <= start);
+	alloc_unclaim_blocks(a, s2, g2, 0);
+
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.pending_free, 0);
+	ck_assert_uint_eq(c.free_blocks, before.free_blocks);
+	ck_assert_int_eq(alloc_claim_blocks(a, start, 10, 0, &s2, &g2), 0);
+	ck_assert_uint_eq(s2, start); /* now reusable */
+	alloc_unclaim_blocks(a, s2, g2, 0);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+START_TEST(test_alloc_refuses_metadata_area)
+{
+	struct test_fs t;
+	tfs_setup(&t, 8 << 20, 4096, 0);
+	struct handle *h = tfs_start(&t, 4);
+	ck_assert_int_eq(alloc_free_blocks(t.fs->alloc, h, 1, 1, 0), -EUCLEAN);
+	ck_assert_int_eq(alloc_free_blocks(t.fs->alloc, h, t.fs->sb.block_count - 1, 1, 0),
+			 -EUCLEAN);
+	ck_assert_int_eq(alloc_mark_blocks(t.fs->alloc, h, 0, 1), -EINVAL);
+	tfs_stop(h);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+START_TEST(test_reservations_and_enospc)
+{
+	struct test_fs t;
+	tfs_setup(&t, 8 << 20, 4096, 0);
+	struct alloc *a = t.fs->alloc;
+	struct alloc_counts c;
+	alloc_get_counts(a, &c);
+	uint64_t avail = c.free_blocks;
+
+	ck_assert_int_eq(alloc_reserve(a, avail), 0);
+	ck_assert_int_eq(alloc_reserve(a, 1), -ENOSPC);
+	uint64_t s;
+	uint32_t g;
+	ck_assert_int_eq(alloc_claim_blocks(a, 0, 1, 0, &s, &g), -ENOSPC);
+	/* Claims against the reservation still work. */
+	ck_assert_int_eq(alloc_claim_blocks(a, 0, 4, ALLOC_FROM_RESERVATION, &s, &g), 0);
+	ck_assert_uint_eq(g, 4);
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.reserved_blocks, avail - 4);
+	alloc_unclaim_blocks(a, s, g, ALLOC_FROM_RESERVATION);
+	alloc_unreserve(a, avail);
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.free_blocks, avail);
+	ck_assert_uint_eq(c.reserved_blocks, 0);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+START_TEST(test_contiguous_runs_and_goal)
+{
+	struct test_fs t;
+	tfs_setup(&t, 32 << 20, 4096, 0);
+	struct alloc *a = t.fs->alloc;
+	struct handle *h = tfs_start(&t, 16);
+	uint64_t s1, s2;
+	uint32_t g1, g2;
+	ck_assert_int_eq(alloc_blocks(a, h, 0, 100, 0, &s1, &g1), 0);
+	ck_assert_uint_eq(g1, 100);
+	ck_assert_int_eq(alloc_blocks(a, h, s1 + 100, 50, 0, &s2, &g2), 0);
+	ck_assert_uint_eq(s2, s1 + 100); /* goal honoured: files stay contiguous */
+	ck_assert_int_eq(alloc_free_blocks(a, h, s1, 100, 0), 0);
+	ck_assert_int_eq(alloc_free_blocks(a, h, s2, 50, 0), 0);
+	tfs_stop(h);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+START_TEST(test_inode_alloc)
+{
+	struct test_fs t;
+	tfs_setup(&t, 8 << 20, 1024, 0);
+	struct alloc *a = t.fs->alloc;
+	struct alloc_counts c0, c;
+	alloc_get_counts(a, &c0);
+	struct handle *h = tfs_start(&t, 8);
+	uint32_t ino, ino2;
+	ck_assert_int_eq(alloc_inode(a, h, 0, &ino), 0);
+	ck_assert_uint_ge(ino, ORDFS_FIRST_INO);
+	ck_assert(alloc_inode_in_use(a, ino));
+	ck_assert_int_eq(alloc_inode(a, h, ino, &ino2), 0);
+	ck_assert_uint_ne(ino, ino2);
+	ck_assert_int_eq(alloc_free_inode(a, h, ino), 0);
+	ck_assert_int_eq(alloc_free_inode(a, h, ino2), 0);
+	ck_assert_int_eq(alloc_free_inode(a, h, ino2), -EUCLEAN);
+	ck_assert_int_eq(alloc_free_inode(a, h, ORDFS_ROOT_INO), -EUCLEAN);
+	tfs_stop(h);
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.free_inodes, c0.free_inodes);
+
+	/* Exhaust the inodes: ENOSPC, then everything comes back. */
+	uint32_t n = c0.free_inodes;
+	uint32_t *inos = malloc(n * sizeof(*inos));
+	for (uint32_t i = 0; i < n; i++) {
+		h = tfs_start(&t, 2);
+		ck_assert_int_eq(alloc_inode(a, h, 0, &inos[i]), 0);
+		tfs_stop(h);
+	}
+	h = tfs_start(&t, 2);
+	ck_assert_int_eq(alloc_inode(a, h, 0, &ino), -ENOSPC);
+	tfs_stop(h);
+	for (uint32_t i = 0; i < n; i++) {
+		h = tfs_start(&t, 2);
+		ck_assert_int_eq(alloc_free_inode(a, h, inos[i]), 0);
+		tfs_stop(h);
+	}
+	free(inos);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+static Suite *alloc_suite(void)
+{
+	Suite *s = suite_create("alloc");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_alloc_mark_free_release);
+	tcase_add_test(tc, test_alloc_refuses_metadata_area);
+	tcase_add_test(tc, test_reservations_and_enospc);
+	tcase_add_test(tc, test_contiguous_runs_and_goal);
+	tcase_add_test(tc, test_inode_alloc);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(alloc_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,465 @@
+/*
+ * test_fs.c - the filesystem operations end to end on an in-memory image:
+ * persistence, crash recovery, fsync isolation (delayed allocation), a
+ * latched flush that must not stop other inodes, orphans, rename, ENOSPC.
+ * Every test ends with the checker.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+static const struct ordfs_cred root_cred = { 0, 0 };
+
+static struct inode *make_file(struct test_fs *t, struct inode *dir, const char *name)
+{
+	struct inode *f;
+	ck_assert_int_eq(ordfs_create(t->fs, dir, name, 0644, &root_cred, &f), 0);
+	return f;
+}
+
+static void fill_pattern(uint8_t *buf, size_t len, uint32_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)((i * 31 + seed * 7) ^ (i >> 9));
+}
+
+static void write_all(struct test_fs *t, struct inode *f, const uint8_t *buf, size_t len,
+		      uint64_t off)
+{
+	ck_assert_int_eq(ordfs_write(t->fs, f, buf, len, off), (ssize_t)len);
+}
+
+static void expect_content(struct test_fs *t, const char *name, const uint8_t *want, size_t len)
+{
+	struct inode *root = tfs_root(t), *f;
+	ck_assert_int_eq(ordfs_lookup(t->fs, root, name, &f), 0);
+	ck_assert_uint_eq(f->size, len);
+	uint8_t *got = malloc(len + 1);
+	ck_assert_int_eq(ordfs_read(t->fs, f, got, len + 1, 0), (ssize_t)len);
+	ck_assert_mem_eq(got, want, len);
+	free(got);
+	inode_put(t->fs, f);
+	inode_put(t->fs, root);
+}
+
+START_TEST(test_create_write_read_persist)
+{
+	struct test_fs t;
+	tfs_setup(&t, 64 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	struct inode *d, *f;
+	ck_assert_int_eq(ordfs_mkdir(t.fs, root, "dir", 0755, &root_cred, &d), 0);
+	f = make_file(&t, d, "file");
+	size_t len = 300000; /* not block aligned */
+	uint8_t *buf = malloc(len);
+	fill_pattern(buf, len, 1);
+	write_all(&t, f, buf, len, 0);
+	/* Read back before writeback (from the page cache) */
+	uint8_t *got = malloc(len);
+	ck_assert_int_eq(ordfs_read(t.fs, f, got, len, 0), (ssize_t)len);
+	ck_assert_mem_eq(got, buf, len);
+	ck_assert_int_eq(ordfs_create(t.fs, d, "file", 0644, &root_cred, &f), -EEXIST);
+	inode_put(t.fs, f);
+	inode_put(t.fs, d);
+	inode_put(t.fs, root);
+	tfs_unmount(&t);
+
+	tfs_mount(&t);
+	root = tfs_root(&t);
+	ck_assert_int_eq(ordfs_lookup(t.fs, root, "dir", &d), 0);
+	ck_assert(S_ISDIR(d->d.mode));
+	ck_assert_uint_eq(root->d.links, 4); /* ., .., dir's .., lost+found's .. */
+	ck_assert_int_eq(ordfs_lookup(t.fs, d, "file", &f), 0);
+	ck_assert_uint_eq(f->size, len);
+	ck_assert_uint_eq(f->d.blocks, (len + 4095) / 4096);
+	memset(got, 0, len);
+	ck_assert_int_eq(ordfs_read(t.fs, f, got, len, 0), (ssize_t)len);
+	ck_assert_mem_eq(got, buf, len);
+	inode_put(t.fs, f);
+	inode_put(t.fs, d);
+	inode_put(t.fs, root);
+	free(buf);
+	free(got);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+START_TEST(test_sparse_overwrite_truncate)
+{
+	struct test_fs t;
+	tfs_setup(&t, 64 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	struct inode *f = make_file(&t, root, "sparse");
+	uint8_t a[5000], b[100], got[5000];
+	fill_pattern(a, sizeof(a), 2);
+	fill_pattern(b, sizeof(b), 3);
+	uint64_t far = 5ull << 32; /* > 4 GiB offset: a hole before it */
+	write_all(&t, f, a, sizeof(a), far);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	ck_assert_uint_eq(f->d.size, far + sizeof(a));
+	ck_assert_uint_eq(f->d.blocks, 3); /* spans 3 blocks (far is aligned) */
+	/* Holes read as zeros. */
+	ck_assert_int_eq(ordfs_read(t.fs, f, got, 4096, 12345), 4096);
+	for (int i = 0; i < 4096; i++)
+		ck_assert_uint_eq(got[i], 0);
+	/* Overwrite in place, then read. */
+	write_all(&t, f, b, sizeof(b), far + 10);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, true), 0);
+	ck_assert_int_eq(ordfs_read(t.fs, f, got, sizeof(a), far), (ssize_t)sizeof(a));
+	ck_assert_mem_eq(got + 10, b, sizeof(b));
+	ck_assert_mem_eq(got + 110, a + 110, sizeof(a) - 110);
+	/* Truncate into the middle of a block, then grow: old bytes never
+	 * come back. */
+	ck_assert_int_eq(ordfs_truncate(t.fs, f, far + 50), 0);
+	ck_assert_uint_eq(f->d.blocks, 1);
+	ck_assert_int_eq(ordfs_truncate(t.fs, f, far + 4096), 0);
+	ck_assert_int_eq(ordfs_read(t.fs, f, got, 4096, far), 4096);
+	ck_assert_mem_eq(got + 10, b, 40);
+	for (int i = 50; i < 4096; i++)
+		ck_assert_uint_eq(got[i], 0);
+	ck_assert_int_eq(ordfs_truncate(t.fs, f, 0), 0);
+	ck_assert_uint_eq(f->d.blocks, 0);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+/* fsync of a small file must not write another file's delayed data. */
+START_TEST(test_fsync_does_not_write_other_files)
+{
+	struct test_fs t;
+	tfs_setup(&t, 128 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	struct inode *big = make_file(&t, root, "big");
+	struct inode *small = make_file(&t, root, "small");
+	ck_assert_int_eq(ordfs_fsync(t.fs, root, false), 0);
+
+	size_t blen = 16 << 20;
+	uint8_t *buf = malloc(blen);
+	fill_pattern(buf, blen, 4);
+	write_all(&t, big, buf, blen, 0);
+	write_all(&t, small, buf, 4096, 0);
+
+	blockdev_record_reset_counts(t.rec);
+	ck_assert_int_eq(ordfs_fsync(t.fs, small, false), 0);
+	struct blockdev_counts c;
+	blockdev_record_counts(t.rec, &c);
+	/* One data block plus a few journal blocks, not 16 MiB. */
+	ck_assert_msg(c.bytes_written < 256 * 1024, "fsync wrote %llu bytes",
+		      (unsigned long long)c.bytes_written);
+	ck_assert_uint_le(c.flushes, 2);
+
+	inode_put(t.fs, big);
+	inode_put(t.fs, small);
+	inode_put(t.fs, root);
+	free(buf);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+struct fsync_arg {
+	struct test_fs *t;
+	struct inode *inode;
+	int result;
+};
+
+static void *fsync_thread(void *p)
+{
+	struct fsync_arg *a = p;
+	a->result = ordfs_fsync(a->t->fs, a->inode, false);
+	return NULL;
+}
+
+/* While one fsync waits for the disk, operations on other inodes go on. */
+START_TEST(test_latched_flush_does_not_stop_other_inodes)
+{
+	struct test_fs t;
+	tfs_setup(&t, 64 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	struct inode *a = make_file(&t, root, "a");
+	struct inode *other = make_file(&t, root, "other");
+	uint8_t buf[8192];
+	fill_pattern(buf, sizeof(buf), 5);
+	write_all(&t, other, buf, sizeof(buf), 0);
+	ck_assert_int_eq(ordfs_sync(t.fs), 0);
+	write_all(&t, a, buf, 4096, 0);
+
+	blockdev_record_latch_arm(t.rec);
+	struct fsync_arg arg = { &t, a, -1 };
+	pthread_t th;
+	pthread_create(&th, NULL, fsync_thread, &arg);
+	ck_assert_int_eq(blockdev_record_latch_wait_blocked(t.rec, 1, 10000), 0);
+
+	/* getattr, read, create, write, mkdir, unlink on other inodes. */
+	struct inode *x;
+	ck_assert_int_eq(ordfs_lookup(t.fs, root, "other", &x), 0);
+	ck_assert_uint_eq(x->size, sizeof(buf));
+	uint8_t got[8192];
+	ck_assert_int_eq(ordfs_read(t.fs, x, got, sizeof(got), 0), (ssize_t)sizeof(got));
+	ck_assert_mem_eq(got, buf, sizeof(buf));
+	write_all(&t, x, buf, 4096, 8192);
+	inode_put(t.fs, x);
+	struct inode *n = make_file(&t, root, "new-while-latched");
+	write_all(&t, n, buf, 100, 0);
+	inode_put(t.fs, n);
+	struct inode *d;
+	ck_assert_int_eq(ordfs_mkdir(t.fs, root, "dir-while-latched", 0700, &root_cred, &d), 0);
+	inode_put(t.fs, d);
+	ck_assert_int_eq(ordfs_unlink(t.fs, root, "new-while-latched"), 0);
+	/* The fsync is still waiting for the disk. */
+	ck_assert_int_eq(arg.result, -1);
+
+	blockdev_record_latch_release(t.rec);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(arg.result, 0);
+	inode_put(t.fs, a);
+	inode_put(t.fs, other);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+/* After a crash, every fsync'd file is exact and the image is consistent;
+ * a file never fsync'd is absent, empty or exact, never garbage. */
+START_TEST(test_crash_keeps_fsynced_files)
+{
+	struct test_fs t;
+	tfs_setup(&t, 64 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	enum { N = 20 };
+	static uint8_t data[N][20000];
+	char name[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		struct inode *f = make_file(&t, root, name);
+		size_t len = 1000 + (size_t)i * 900;
+		fill_pattern(data[i], len, (uint32_t)i);
+		write_all(&t, f, data[i], len, 0);
+		if (i % 2 == 0)
+			ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+		inode_put(t.fs, f);
+	}
+	/* fsync of the directory makes the names of the odd files durable too
+	 * (their data may or may not be). */
+	ck_assert_int_eq(ordfs_fsync(t.fs, root, false), 0);
+	inode_put(t.fs, root);
+
+	tfs_crash(&t);
+	tfs_mount(&t);
+	ck_assert(t.fs->recovery.needed);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		size_t len = 1000 + (size_t)i * 900;
+		if (i % 2 == 0) {
+			expect_content(&t, name, data[i], len);
+			continue;
+		}
+		root = tfs_root(&t);
+		struct inode *f;
+		ck_assert_int_eq(ordfs_lookup(t.fs, root, name, &f), 0);
+		ck_assert(f->size == 0 || f->size == len);
+		if (f->size == len) {
+			uint8_t *got = malloc(len);
+			ck_assert_int_eq(ordfs_read(t.fs, f, got, len, 0), (ssize_t)len);
+			ck_assert_mem_eq(got, data[i], len);
+			free(got);
+		}
+		inode_put(t.fs, f);
+		inode_put(t.fs, root);
+	}
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+/* An unlinked file that is still open is freed at its last reference, or
+ * by the next mount after a crash. */
+START_TEST(test_orphans)
+{
+	struct test_fs t;
+	tfs_setup(&t, 32 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	struct alloc_counts c0, c;
+	ck_assert_int_eq(ordfs_sync(t.fs), 0);
+	alloc_get_counts(t.fs->alloc, &c0);
+
+	struct inode *f = make_file(&t, root, "open-unlinked");
+	uint8_t buf[65536];
+	fill_pattern(buf, sizeof(buf), 9);
+	write_all(&t, f, buf, sizeof(buf), 0);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	ck_assert_int_eq(ordfs_unlink(t.fs, root, "open-unlinked"), 0);
+	ck_assert_uint_eq(f->d.links, 0);
+	ck_assert_uint_eq(t.fs->sb.orphan_head, f->ino);
+	/* Still readable through the open reference. */
+	uint8_t got[100];
+	ck_assert_int_eq(ordfs_read(t.fs, f, got, 100, 0), 100);
+	ck_assert_mem_eq(got, buf, 100);
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+
+	/* Crash with the file still open: the next mount frees it. */
+	tfs_crash(&t);
+	tfs_mount(&t);
+	ck_assert_uint_eq(t.fs->sb.orphan_head, 0);
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	alloc_get_counts(t.fs->alloc, &c);
+	ck_assert_uint_eq(c.free_blocks, c0.free_blocks);
+	ck_assert_uint_eq(c.free_inodes, c0.free_inodes);
+
+	/* Without a crash: the last put frees it. */
+	root = tfs_root(&t);
+	f = make_file(&t, root, "g");
+	write_all(&t, f, buf, sizeof(buf), 0);
+	ck_assert_int_eq(ordfs_unlink(t.fs, root, "g"), 0);
+	inode_put(t.fs, f);
+	ck_assert_uint_eq(t.fs->sb.orphan_head, 0);
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	alloc_get_counts(t.fs->alloc, &c);
+	ck_assert_uint_eq(c.free_blocks, c0.free_blocks);
+	ck_assert_uint_eq(c.free_inodes, c0.free_inodes);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+START_TEST(test_rename_and_rmdir)
+{
+	struct test_fs t;
+	tfs_setup(&t, 32 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	struct inode *d1, *d2, *sub, *f;
+	ck_assert_int_eq(ordfs_mkdir(t.fs, root, "d1", 0755, &root_cred, &d1), 0);
+	ck_assert_int_eq(ordfs_mkdir(t.fs, root, "d2", 0755, &root_cred, &d2), 0);
+	ck_assert_int_eq(ordfs_mkdir(t.fs, d1, "sub", 0755, &root_cred, &sub), 0);
+	f = make_file(&t, d1, "f");
+	inode_put(t.fs, f);
+	f = make_file(&t, d2, "victim");
+	inode_put(t.fs, f);
+
+	ck_assert_int_eq(ordfs_rmdir(t.fs, root, "d1"), -ENOTEMPTY);
+	ck_assert_int_eq(ordfs_unlink(t.fs, root, "d1"), -EISDIR);
+	ck_assert_int_eq(ordfs_rmdir(t.fs, d1, "f"), -ENOTDIR);
+	/* A directory cannot move into itself. */
+	ck_assert_int_eq(ordfs_rename(t.fs, root, "d1", sub, "loop", 0), -EINVAL);
+	/* Rename over an existing file replaces it. */
+	ck_assert_int_eq(ordfs_rename(t.fs, d1, "f", d2, "victim", 0), 0);
+	ck_assert_int_eq(ordfs_lookup(t.fs, d1, "f", &f), -ENOENT);
+	/* Move a directory across parents: link counts and ".." follow. */
+	ck_assert_int_eq(ordfs_rename(t.fs, d1, "sub", d2, "sub2", 0), 0);
+	ck_assert_uint_eq(sub->d.parent, d2->ino);
+	ck_assert_uint_eq(d1->d.links, 2);
+	ck_assert_uint_eq(d2->d.links, 3);
+	ck_assert_int_eq(ordfs_rmdir(t.fs, root, "d1"), 0);
+	inode_put(t.fs, sub);
+	inode_put(t.fs, d1);
+	inode_put(t.fs, d2);
+	inode_put(t.fs, root);
+	tfs_unmount(&t);
+	tfs_mount(&t);
+	root = tfs_root(&t);
+	ck_assert_int_eq(ordfs_lookup(t.fs, root, "d1", &d1), -ENOENT);
+	ck_assert_int_eq(ordfs_lookup(t.fs, root, "d2", &d2), 0);
+	ck_assert_int_eq(ordfs_lookup(t.fs, d2, "victim", &f), 0);
+	inode_put(t.fs, f);
+	inode_put(t.fs, d2);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+START_TEST(test_enospc_reported_by_write)
+{
+	struct test_fs t;
+	tfs_setup(&t, 4 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	struct inode *f = make_file(&t, root, "fill");
+	uint8_t buf[65536];
+	fill_pattern(buf, sizeof(buf), 11);
+	uint64_t off = 0;
+	ssize_t n;
+	while ((n = ordfs_write(t.fs, f, buf, sizeof(buf), off)) == (ssize_t)sizeof(buf))
+		off += (uint64_t)n;
+	ck_assert(n == -ENOSPC || (n > 0 && n < (ssize_t)sizeof(buf)));
+	/* Everything accepted can be written back and made durable. */
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	inode_put(t.fs, f);
+	ck_assert_int_eq(ordfs_unlink(t.fs, root, "fill"), 0);
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	f = make_file(&t, root, "again");
+	write_all(&t, f, buf, sizeof(buf), 0);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+START_TEST(test_refused_mounts_leave_image_untouched)
+{
+	struct test_fs t;
+	tfs_setup(&t, 8 << 20, 4096, 0);
+	tfs_unmount(&t);
+	uint8_t *bytes = blockdev_mem_bytes(t.mem);
+	size_t size = (size_t)t.mem->size;
+	uint8_t *before = malloc(size);
+
+	struct ordfs *fs;
+	const char *why = NULL;
+	/* Bad superblock checksum. */
+	bytes[200] ^= 1;
+	memcpy(before, bytes, size);
+	ck_assert_int_eq(ordfs_mount(t.mem, &t.opts, &fs, &why), -EUCLEAN);
+	ck_assert_str_eq(why, "bad superblock checksum");
+	ck_assert_mem_eq(before, bytes, size);
+	bytes[200] ^= 1;
+	/* A too-new incompat feature. */
+	struct ordfs_super sb;
+	ck_assert_int_eq(ordfs_read_super(t.mem, false, &sb, &why), 0);
+	sb.feature_incompat |= 0x40;
+	ordfs_super_encode(&sb, bytes);
+	memcpy(before, bytes, size);
+	ck_assert_int_eq(ordfs_mount(t.mem, &t.opts, &fs, &why), -EOPNOTSUPP);
+	ck_assert_mem_eq(before, bytes, size);
+	/* Not an ordfs image at all. */
+	memset(bytes, 0, 4096);
+	memcpy(before, bytes, size);
+	ck_assert_int_eq(ordfs_mount(t.mem, &t.opts, &fs, &why), -EUCLEAN);
+	ck_assert_str_eq(why, "not an ordfs image (bad magic)");
+	ck_assert_mem_eq(before, bytes, size);
+	/* The backup superblock still has the filesystem. */
+	ck_assert_int_eq(ordfs_read_super(t.mem, true, &sb, &why), 0);
+	free(before);
+	tfs_free(&t);
+}
+END_TEST
+
+static Suite *fs_suite(void)
+{
+	Suite *s = suite_create("fs");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_create_write_read_persist);
+	tcase_add_test(tc, test_sparse_overwrite_truncate);
+	tcase_add_test(tc, test_fsync_does_not_write_other_files);
+	tcase_add_test(tc, test_latched_flush_does_not_stop_other_inodes);
+	tcase_add_test(tc, test_crash_keeps_fsynced_files);
+	tcase_add_test(tc, test_orphans);
+	tcase_add_test(tc, test_rename_and_rmdir);
+	tcase_add_test(tc, test_enospc_reported_by_write);
+	tcase_add_test(tc, test_refused_mounts_leave_image_untouched);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(fs_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
