@@ -132,6 +132,8 @@ void dleaf_fill(uint8_t *blk, uint32_t block_size, const uint8_t *area, uint32_t
 /* Inserts e at off; the leaf must have room. */
 void dleaf_insert(uint8_t *blk, uint32_t off, const struct dir_entry *e);
 void dleaf_remove(uint8_t *blk, uint32_t off);
+/* Points the entry at off at another inode and type. */
+void dleaf_set_target(uint8_t *blk, uint32_t off, uint32_t ino, uint8_t dtype);
 static inline bool dleaf_has_room(const uint8_t *blk, uint32_t block_size,
 				  uint32_t namelen)
 {

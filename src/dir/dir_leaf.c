@@ -213,6 +213,14 @@ void dleaf_remove(uint8_t *blk, uint32_t off)
 	le_put16(blk + DIR_LEAF_COUNT_OFF, (uint16_t)(dleaf_count(blk) - 1));
 }
 
+void dleaf_set_target(uint8_t *blk, uint32_t off, uint32_t ino, uint8_t dtype)
+{
+	uint8_t *e = dleaf_area(blk) + off;
+
+	le_put32(e + DENT_INO_OFF, ino);
+	e[DENT_TYPE_OFF] = dtype;
+}
+
 const char *dleaf_problem(const uint8_t *blk, uint32_t block_size, uint32_t max_ino)
 {
 	uint32_t used = dleaf_used(blk);

@@ -11,6 +11,7 @@
 #define ORDFS_TEST_HELPERS_H
 
 #include <check.h>
+#include <errno.h>
 #include <stdint.h>
 
 #include "fs.h"

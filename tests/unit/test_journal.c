@@ -8,6 +8,7 @@
  * the journal is quiescent, then running recovery on the copy.
  */
 #include <check.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

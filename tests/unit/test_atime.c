@@ -1,0 +1,102 @@
+/*
+ * test_atime.c - the access-time policy over a table of cases, including
+ * the 24-hour boundary and clocks far in the past and future.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "atime/atime.h"
+
+#define DAY (24 * 60 * 60)
+
+static struct ordfs_timespec ts(int64_t sec, uint32_t nsec)
+{
+	struct ordfs_timespec t = { sec, nsec };
+	return t;
+}
+
+struct atime_case {
+	enum atime_mode mode;
+	bool nodiratime, is_dir;
+	int64_t atime, mtime, ctime, now;
+	bool expect;
+};
+
+static const struct atime_case cases[] = {
+	/* relatime: modified since last read -> update (the mutt case) */
+	{ ATIME_RELATIME, false, false, 1000, 2000, 2000, 3000, true },
+	/* mtime == atime counts as "not older": update */
+	{ ATIME_RELATIME, false, false, 2000, 2000, 1000, 3000, true },
+	/* ctime newer than atime: update */
+	{ ATIME_RELATIME, false, false, 2000, 1000, 2500, 3000, true },
+	/* read again, nothing changed, < 24 h: no update */
+	{ ATIME_RELATIME, false, false, 3000, 2000, 2000, 3001, false },
+	/* exactly 24 h old: update; one second less: no update */
+	{ ATIME_RELATIME, false, false, 10000, 1, 1, 10000 + DAY, true },
+	{ ATIME_RELATIME, false, false, 10000, 1, 1, 10000 + DAY - 1, false },
+	/* atime two days back (the tmp-cleaner case): update */
+	{ ATIME_RELATIME, false, false, 5000, 1, 1, 5000 + 2 * DAY, true },
+	/* atime in the future relative to now: no update under relatime */
+	{ ATIME_RELATIME, false, false, 9000, 1, 1, 100, false },
+	/* clocks at the extremes do not overflow */
+	{ ATIME_RELATIME, false, false, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MAX, true },
+	{ ATIME_RELATIME, false, false, INT64_MAX - 5, 0, 0, INT64_MAX, false },
+	{ ATIME_RELATIME, false, false, -4 * DAY, -5 * DAY, -5 * DAY, 0, true },
+	/* strictatime: always, unless atime already equals now */
+	{ ATIME_STRICT, false, false, 3000, 2000, 2000, 3001, true },
+	{ ATIME_STRICT, false, false, 3001, 2000, 2000, 3001, false },
+	/* noatime: never */
+	{ ATIME_NOATIME, false, false, 1000, 2000, 2000, 3000 + DAY, false },
+	/* nodiratime: never for directories, files unaffected */
+	{ ATIME_STRICT, true, true, 1000, 2000, 2000, 3000, false },
+	{ ATIME_STRICT, true, false, 1000, 2000, 2000, 3000, true },
+	{ ATIME_RELATIME, true, false, 1000, 2000, 2000, 3000, true },
+	/* relatime directories without nodiratime follow the rule */
+	{ ATIME_RELATIME, false, true, 1000, 2000, 2000, 3000, true },
+};
+
+START_TEST(test_policy_table)
+{
+	const struct atime_case *c = &cases[_i];
+	struct atime_policy p = { c->mode, c->nodiratime, false };
+	bool got = atime_needs_update(&p, c->is_dir, ts(c->atime, 0), ts(c->mtime, 0),
+				      ts(c->ctime, 0), ts(c->now, 0));
+	ck_assert_msg(got == c->expect, "case %d: got %d", _i, got);
+}
+END_TEST
+
+START_TEST(test_nanoseconds_matter)
+{
+	struct atime_policy p = { ATIME_RELATIME, false, false };
+	/* mtime a nanosecond after atime: modified since the read. */
+	ck_assert(atime_needs_update(&p, false, ts(100, 5), ts(100, 6), ts(50, 0), ts(101, 0)));
+	ck_assert(!atime_needs_update(&p, false, ts(100, 7), ts(100, 6), ts(50, 0), ts(101, 0)));
+	/* strict: equal to the nanosecond means no update. */
+	p.mode = ATIME_STRICT;
+	ck_assert(!atime_needs_update(&p, false, ts(100, 7), ts(1, 0), ts(1, 0), ts(100, 7)));
+	ck_assert(atime_needs_update(&p, false, ts(100, 7), ts(1, 0), ts(1, 0), ts(100, 8)));
+	/* lazytime does not change the decision. */
+	p.lazytime = true;
+	ck_assert(atime_needs_update(&p, false, ts(100, 7), ts(1, 0), ts(1, 0), ts(100, 8)));
+}
+END_TEST
+
+static Suite *atime_suite(void)
+{
+	Suite *s = suite_create("atime");
+	TCase *tc = tcase_create("policy");
+	tcase_add_loop_test(tc, test_policy_table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
+	tcase_add_test(tc, test_nanoseconds_matter);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(atime_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,681 @@
+/*
+ * mkfs.ordfs - make an ordfs filesystem in an image file or on a block device.
+ *
+ *   mkfs.ordfs [-b blocksize] [-N inodes] [-J size=MiB] [-L label] [-U uuid]
+ *              [-E mount_opts=OPTS] [-e continue|remount-ro|abort]
+ *              [-n] [-F] [-q] IMAGE [SIZE]
+ *
+ * Owns: the command line, the checks made before anything is written, and
+ * the creation or extension of an image file.  The geometry and the writing
+ * are the library's (src/mkfs/mkfs.c); nothing here knows the format beyond
+ * the superblock magic it looks for.
+ *
+ * Rules kept here:
+ *  - Everything is validated before the image is opened for writing: the
+ *    options, the size, the plan, and the signatures of what the image
+ *    holds now.  A refused run leaves the image byte-for-byte unchanged (and
+ *    does not create it).
+ *  - An existing ordfs, or another filesystem's signature, is overwritten
+ *    only with -F.
+ *  - Every error is one line on stderr, "mkfs.ordfs: ...", and exit status
+ *    1 (operation failed or bad usage, as mke2fs does).  --help and
+ *    --version exit 0.
+ *  - A file this run created is removed again if making the filesystem
+ *    fails.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/fs.h>
+
+#include "blockdev/blockdev.h"
+#include "format.h"
+#include "mkfs/mkfs.h"
+
+#ifndef ORDFS_PACKAGE_VERSION
+#define ORDFS_PACKAGE_VERSION "unknown"
+#endif
+
+#define PROG "mkfs.ordfs"
+#define EXIT_FAILED 1
+#define SIGNATURE_PROBE_BYTES (65600u + 8u) /* through btrfs's magic */
+
+struct mkfs_options {
+	struct mkfs_params params;
+	const char *image;
+	const char *size_arg;
+	uint64_t size;          /* SIZE in bytes, 0 = not given */
+	uint64_t journal_mib;   /* -J size=, 0 = default */
+	bool dry_run, force, quiet;
+};
+
+/* What the image is now, found without writing anything. */
+struct target {
+	bool exists;
+	bool is_blockdev;
+	uint64_t bytes;          /* current size of the file or device */
+};
+
+/* ---- messages --------------------------------------------------------- */
+
+static void usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, PROG ": ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "; usage: " PROG " [options] IMAGE [SIZE] (see --help)\n");
+}
+
+static void image_error(const char *image, const char *reason, int err)
+{
+	if (err)
+		fprintf(stderr, PROG ": %s: %s: %s\n", image, reason, strerror(-err));
+	else
+		fprintf(stderr, PROG ": %s: %s\n", image, reason);
+}
+
+static void print_help(void)
+{
+	printf("Usage: " PROG " [options] IMAGE [SIZE]\n"
+	       "Make an ordfs filesystem in IMAGE (an image file or a block device).\n"
+	       "\n"
+	       "SIZE is in bytes, or with a suffix K, M, G or T (powers of 1024).  If\n"
+	       "IMAGE does not exist it is created with that size (sparse); a smaller\n"
+	       "existing file is extended.  Without SIZE the whole file or device is used.\n"
+	       "\n"
+	       "Options:\n"
+	       "  -b BLOCKSIZE        block size in bytes: 1024..65536, a power of two\n"
+	       "                      (default 4096)\n"
+	       "  -N INODES           number of inodes (default one per 16 KiB)\n"
+	       "  -J size=MIB         journal size in MiB (default chosen from the size)\n"
+	       "  -L LABEL            volume label, at most 32 bytes\n"
+	       "  -U UUID             filesystem UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)\n"
+	       "                      or 'random' (default); a given UUID also fixes the\n"
+	       "                      directory hash seed\n"
+	       "  -E mount_opts=OPTS  default mount options stored in the superblock\n"
+	       "                      (at most 64 bytes; takes the rest of the argument,\n"
+	       "                      commas included)\n"
+	       "  -e BEHAVIOUR        on metadata errors: continue (default), remount-ro\n"
+	       "                      or abort (panic is accepted as abort)\n"
+	       "  -n                  print what would be made, write nothing\n"
+	       "  -F                  overwrite an existing filesystem or signature\n"
+	       "  -q                  quiet\n"
+	       "  -h, --help          this help\n"
+	       "  -V, --version       print the version\n");
+}
+
+/* ---- parsing ---------------------------------------------------------- */
+
+/* A decimal number with nothing after it; false on junk or overflow. */
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	if (!isdigit((unsigned char)s[0]))
+		return false;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Bytes, or a number with a K/M/G/T suffix (powers of 1024). */
+static bool parse_size(const char *s, uint64_t *out)
+{
+	size_t len = strlen(s);
+	unsigned shift = 0;
+	if (len == 0)
+		return false;
+	switch (s[len - 1]) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	default: break;
+	}
+	char digits[32];
+	size_t ndigits = shift ? len - 1 : len;
+	if (ndigits == 0 || ndigits >= sizeof(digits))
+		return false;
+	memcpy(digits, s, ndigits);
+	digits[ndigits] = '\0';
+	uint64_t v;
+	if (!parse_u64(digits, &v) || v == 0 || v > (UINT64_MAX >> shift))
+		return false;
+	*out = v << shift;
+	return true;
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, case-insensitive. */
+static bool parse_uuid(const char *s, uint8_t uuid[ORDFS_UUID_LEN])
+{
+	if (strlen(s) != 36)
+		return false;
+	size_t byte = 0;
+	for (size_t i = 0; i < 36;) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return false;
+			i++;
+			continue;
+		}
+		int hi = hex_value(s[i]), lo = hex_value(s[i + 1]);
+		if (hi < 0 || lo < 0)
+			return false;
+		uuid[byte++] = (uint8_t)(hi << 4 | lo);
+		i += 2;
+	}
+	return byte == ORDFS_UUID_LEN;
+}
+
+static int parse_block_size(const char *arg, struct mkfs_options *o)
+{
+	uint64_t v;
+	if (!parse_u64(arg, &v) || v < 1024 || v > 65536 || (v & (v - 1))) {
+		usage_error("invalid block size '%s' (a power of two from 1024 to 65536)",
+			    arg);
+		return -1;
+	}
+	o->params.block_size = (uint32_t)v;
+	return 0;
+}
+
+static int parse_inodes(const char *arg, struct mkfs_options *o)
+{
+	uint64_t v;
+	if (!parse_u64(arg, &v) || v == 0 || v > UINT32_MAX) {
+		usage_error("invalid inode count '%s'", arg);
+		return -1;
+	}
+	o->params.inode_count = (uint32_t)v;
+	return 0;
+}
+
+static int parse_journal(const char *arg, struct mkfs_options *o)
+{
+	uint64_t v;
+	if (strncmp(arg, "size=", 5) != 0) {
+		usage_error("invalid journal option '%s' (only size=MIB is known)", arg);
+		return -1;
+	}
+	if (!parse_u64(arg + 5, &v) || v == 0 || v > (1u << 20)) {
+		usage_error("invalid journal size '%s' (MiB, at least 1)", arg + 5);
+		return -1;
+	}
+	o->journal_mib = v;
+	return 0;
+}
+
+static int parse_label(const char *arg, struct mkfs_options *o)
+{
+	if (strlen(arg) > ORDFS_LABEL_LEN) {
+		usage_error("label '%s' is longer than 32 bytes", arg);
+		return -1;
+	}
+	strcpy(o->params.label, arg);
+	return 0;
+}
+
+static int parse_uuid_option(const char *arg, struct mkfs_options *o)
+{
+	if (strcmp(arg, "random") == 0) {
+		o->params.uuid_set = false;
+		return 0;
+	}
+	if (!parse_uuid(arg, o->params.uuid)) {
+		usage_error("invalid UUID '%s'", arg);
+		return -1;
+	}
+	o->params.uuid_set = true;
+	return 0;
+}
+
+/* -E key=value[,...]: mount_opts= takes the rest of the argument. */
+static int parse_extended(const char *arg, struct mkfs_options *o)
+{
+	const char *p = arg;
+	while (*p) {
+		if (strncmp(p, "mount_opts=", 11) == 0) {
+			const char *v = p + 11;
+			if (strlen(v) > ORDFS_MOUNT_OPTS_LEN) {
+				usage_error("mount_opts '%s' is longer than 64 bytes", v);
+				return -1;
+			}
+			strcpy(o->params.mount_opts, v);
+			return 0;
+		}
+		size_t len = strcspn(p, ",");
+		char key[64];
+		snprintf(key, sizeof(key), "%.*s", (int)len, p);
+		usage_error("unknown extended option '%s'", key);
+		return -1;
+	}
+	usage_error("empty extended option%s", "");
+	return -1;
+}
+
+static int parse_errors(const char *arg, struct mkfs_options *o)
+{
+	if (strcmp(arg, "continue") == 0)
+		o->params.errors = ORDFS_ERRORS_CONTINUE;
+	else if (strcmp(arg, "remount-ro") == 0)
+		o->params.errors = ORDFS_ERRORS_RO;
+	else if (strcmp(arg, "abort") == 0 || strcmp(arg, "panic") == 0)
+		o->params.errors = ORDFS_ERRORS_ABORT;
+	else {
+		usage_error("invalid errors behaviour '%s' (continue, remount-ro, abort)", arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_option(int c, const char *arg, struct mkfs_options *o)
+{
+	switch (c) {
+	case 'b': return parse_block_size(arg, o);
+	case 'N': return parse_inodes(arg, o);
+	case 'J': return parse_journal(arg, o);
+	case 'L': return parse_label(arg, o);
+	case 'U': return parse_uuid_option(arg, o);
+	case 'E': return parse_extended(arg, o);
+	case 'e': return parse_errors(arg, o);
+	case 'n': o->dry_run = true; return 0;
+	case 'F': o->force = true; return 0;
+	case 'q': o->quiet = true; return 0;
+	default: return -1;
+	}
+}
+
+static int parse_operands(int argc, char **argv, struct mkfs_options *o)
+{
+	if (optind >= argc) {
+		usage_error("missing IMAGE%s", "");
+		return -1;
+	}
+	o->image = argv[optind++];
+	if (optind < argc) {
+		o->size_arg = argv[optind++];
+		if (!parse_size(o->size_arg, &o->size)) {
+			usage_error("invalid size '%s' (bytes, or with K, M, G, T)", o->size_arg);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		usage_error("unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+/* 0 to go on, 1 when --help/--version was served, -1 on a usage error
+ * (already reported). */
+static int parse_args(int argc, char **argv, struct mkfs_options *o)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char optname[3] = "-?";
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":b:N:J:L:U:E:e:nFqhV", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			print_help();
+			return 1;
+		}
+		if (c == 'V') {
+			printf(PROG " (ordfs) " ORDFS_PACKAGE_VERSION "\n");
+			return 1;
+		}
+		if (c == ':' || c == '?') {
+			optname[1] = (char)(optopt ? optopt : '?');
+			usage_error(c == ':' ? "option %s needs an argument" : "unknown option %s",
+				    optopt ? optname : argv[optind - 1]);
+			return -1;
+		}
+		if (parse_option(c, optarg, o))
+			return -1;
+	}
+	return parse_operands(argc, argv, o);
+}
+
+/* -J size=MiB becomes blocks once the block size is known. */
+static void apply_journal_size(struct mkfs_options *o)
+{
+	uint32_t bs = o->params.block_size ? o->params.block_size : 4096u;
+	if (o->journal_mib)
+		o->params.journal_blocks = (uint32_t)((o->journal_mib << 20) / bs);
+}
+
+/* ---- looking at the image before writing ------------------------------ */
+
+static int device_size(const char *path, uint64_t *bytes)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int err = ioctl(fd, BLKGETSIZE64, bytes) < 0 ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+static int probe_target(const struct mkfs_options *o, struct target *t)
+{
+	struct stat st;
+	memset(t, 0, sizeof(*t));
+	if (stat(o->image, &st) < 0) {
+		if (errno == ENOENT && o->size) {
+			t->bytes = 0;
+			return 0;
+		}
+		image_error(o->image, errno == ENOENT ? "does not exist (give a SIZE to create it)"
+						      : "cannot stat",
+			    errno == ENOENT ? 0 : -errno);
+		return -1;
+	}
+	t->exists = true;
+	if (S_ISREG(st.st_mode)) {
+		t->bytes = (uint64_t)st.st_size;
+		return 0;
+	}
+	if (!S_ISBLK(st.st_mode)) {
+		image_error(o->image, "not a regular file or block device", 0);
+		return -1;
+	}
+	t->is_blockdev = true;
+	int err = device_size(o->image, &t->bytes);
+	if (err) {
+		image_error(o->image, "cannot read the device size", err);
+		return -1;
+	}
+	return 0;
+}
+
+struct signature {
+	uint64_t off;
+	const char *magic;
+	size_t len;
+	const char *what;
+};
+
+/* Signatures of what mkfs would destroy.  Order matters only for the name
+ * reported: the more specific ones come first. */
+static const struct signature signatures[] = {
+	{ 0, "ORDS", 4, "an ordfs filesystem" },
+	{ 1080, "\x53\xef", 2, "an ext2/ext3/ext4 filesystem" },
+	{ 0, "XFSB", 4, "an XFS filesystem" },
+	{ 65600, "_BHRfS_M", 8, "a btrfs filesystem" },
+	{ 0, "LUKS\xba\xbe", 6, "a LUKS encrypted volume" },
+	{ 1024, "\x10\x20\xf5\xf2", 4, "an F2FS filesystem" },
+	{ 0, "hsqs", 4, "a squashfs filesystem" },
+	{ 512, "LABELONE", 8, "an LVM physical volume" },
+	{ 3, "NTFS    ", 8, "an NTFS filesystem" },
+	{ 3, "EXFAT   ", 8, "an exFAT filesystem" },
+	{ 82, "FAT32   ", 8, "a FAT32 filesystem" },
+	{ 54, "FAT16   ", 8, "a FAT16 filesystem" },
+	{ 54, "FAT12   ", 8, "a FAT12 filesystem" },
+	{ 4086, "SWAPSPACE2", 10, "swap space" },
+	{ 8182, "SWAPSPACE2", 10, "swap space" },
+	{ 16374, "SWAPSPACE2", 10, "swap space" },
+	{ 65526, "SWAPSPACE2", 10, "swap space" },
+	{ 4086, "SWAP-SPACE", 10, "swap space" },
+	{ 510, "\x55\xaa", 2, "a partition table or boot sector" },
+};
+
+/* The name of the first signature found in the probe, or NULL. */
+static const char *find_signature(const uint8_t *probe, size_t len)
+{
+	for (size_t i = 0; i < sizeof(signatures) / sizeof(signatures[0]); i++) {
+		const struct signature *s = &signatures[i];
+		if (s->off + s->len <= len && memcmp(probe + s->off, s->magic, s->len) == 0)
+			return s->what;
+	}
+	return NULL;
+}
+
+static ssize_t read_probe(const char *path, uint8_t *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = -errno;
+			close(fd);
+			return err;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	return (ssize_t)got;
+}
+
+/* Refuses (unless -F) to overwrite a filesystem or another signature. */
+static int check_existing(const struct mkfs_options *o, const struct target *t)
+{
+	if (!t->exists || o->force)
+		return 0;
+	uint8_t *probe = malloc(SIGNATURE_PROBE_BYTES);
+	if (!probe) {
+		image_error(o->image, "out of memory", 0);
+		return -1;
+	}
+	ssize_t n = read_probe(o->image, probe, SIGNATURE_PROBE_BYTES);
+	if (n < 0) {
+		image_error(o->image, "cannot read", (int)n);
+		free(probe);
+		return -1;
+	}
+	const char *what = find_signature(probe, (size_t)n);
+	free(probe);
+	if (!what)
+		return 0;
+	char reason[128];
+	snprintf(reason, sizeof(reason), "contains %s (use -F to overwrite it)", what);
+	image_error(o->image, reason, 0);
+	return -1;
+}
+
+/* ---- report ----------------------------------------------------------- */
+
+static void format_bytes(uint64_t bytes, char *out, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	unsigned u = 0;
+	double v = (double)bytes;
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0 || v == (double)(uint64_t)v)
+		snprintf(out, len, "%.0f %s", v, units[u]);
+	else
+		snprintf(out, len, "%.1f %s", v, units[u]);
+}
+
+static void format_uuid(const uint8_t *u, char out[37])
+{
+	snprintf(out, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+		 u[12], u[13], u[14], u[15]);
+}
+
+static const char *errors_name(uint32_t errors)
+{
+	switch (errors) {
+	case ORDFS_ERRORS_RO: return "remount-ro";
+	case ORDFS_ERRORS_ABORT: return "abort";
+	default: return "continue";
+	}
+}
+
+static void print_plan(const struct mkfs_options *o, const struct ordfs_super *sb)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	char size[32], journal[32], uuid[37];
+	format_bytes(sb->block_count * bs, size, sizeof(size));
+	format_bytes((uint64_t)sb->journal_blocks * bs, journal, sizeof(journal));
+	format_uuid(sb->uuid, uuid);
+
+	printf("%s %s (%s)\n", o->dry_run ? "Would make ordfs on" : "Making ordfs on",
+	       o->image, size);
+	printf("Block size:            %" PRIu32 "\n", bs);
+	printf("Blocks:                %" PRIu64 "\n", sb->block_count);
+	printf("Inodes:                %" PRIu32 "\n", sb->inode_count);
+	printf("Journal:               %" PRIu32 " blocks (%s) at block %" PRIu64 "\n",
+	       sb->journal_blocks, journal, sb->journal_start);
+	printf("Block bitmap:          %" PRIu32 " blocks at block %" PRIu64 "\n",
+	       sb->block_bitmap_blocks, sb->block_bitmap_start);
+	printf("Inode bitmap:          %" PRIu32 " blocks at block %" PRIu64 "\n",
+	       sb->inode_bitmap_blocks, sb->inode_bitmap_start);
+	printf("Inode table:           %" PRIu32 " blocks at block %" PRIu64 "\n",
+	       sb->inode_table_blocks, sb->inode_table_start);
+	printf("Data blocks:           %" PRIu64 " from block %" PRIu64 "\n",
+	       sb->block_count - sb->data_start - 1, sb->data_start);
+	printf("Backup superblock:     block %" PRIu64 "\n", sb->block_count - 1);
+	printf("UUID:                  %s\n", uuid);
+	printf("Label:                 %s\n", sb->label[0] ? sb->label : "(none)");
+	printf("Default mount options: %s\n", sb->mount_opts[0] ? sb->mount_opts : "(none)");
+	printf("Errors behaviour:      %s\n", errors_name(sb->errors));
+	fflush(stdout);
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+/* Creates the image file (it must not exist) or extends an existing one to
+ * SIZE.  *created tells the caller to remove it on failure. */
+static int prepare_file(const struct mkfs_options *o, const struct target *t, bool *created)
+{
+	*created = false;
+	if (t->is_blockdev || (t->exists && t->bytes >= o->size))
+		return 0;
+	int fd = open(o->image, O_WRONLY | O_CLOEXEC | (t->exists ? 0 : O_CREAT | O_EXCL),
+		      0666);
+	if (fd < 0) {
+		image_error(o->image, t->exists ? "cannot open" : "cannot create", -errno);
+		return -1;
+	}
+	*created = !t->exists;
+	int err = ftruncate(fd, (off_t)o->size) < 0 ? -errno : 0;
+	if (!err && fsync(fd) < 0)
+		err = -errno;
+	close(fd);
+	if (err) {
+		image_error(o->image, "cannot set the image size", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Asks the host to allocate the metadata areas now (regular files), so a
+ * later commit never fails or stalls allocating host space. */
+static int preallocate_metadata(struct blockdev *bd, const struct ordfs_super *sb)
+{
+	off_t len = (off_t)(sb->data_start * ordfs_block_size(sb));
+	if (fallocate(blockdev_file_fd(bd), 0, 0, len) < 0 && errno != EOPNOTSUPP &&
+	    errno != ENOSYS)
+		return -errno;
+	return 0;
+}
+
+static int write_filesystem(const struct mkfs_options *o, const struct target *t,
+			    const struct ordfs_super *sb)
+{
+	struct blockdev *bd;
+	const char *why = "";
+	int err = blockdev_file_open(o->image, 0, &bd);
+	if (err) {
+		image_error(o->image, "cannot open for writing", err);
+		return -1;
+	}
+	if (!t->is_blockdev) {
+		err = preallocate_metadata(bd, sb);
+		if (err)
+			why = "cannot allocate space for the metadata areas";
+	}
+	if (!err)
+		err = ordfs_mkfs_write(bd, sb, &why);
+	blockdev_destroy(bd);
+	if (err) {
+		image_error(o->image, why, err);
+		return -1;
+	}
+	return 0;
+}
+
+static int make_filesystem(const struct mkfs_options *o, const struct target *t,
+			   const struct ordfs_super *sb)
+{
+	bool created;
+	if (prepare_file(o, t, &created))
+		return -1;
+	if (write_filesystem(o, t, sb)) {
+		if (created)
+			unlink(o->image);
+		return -1;
+	}
+	if (!o->quiet)
+		printf("Filesystem written (superblocks, journal, bitmaps, root, lost+found).\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct mkfs_options o;
+	struct target t;
+	struct ordfs_super sb;
+	const char *why = "";
+
+	memset(&o, 0, sizeof(o));
+	int r = parse_args(argc, argv, &o);
+	if (r)
+		return r > 0 ? 0 : EXIT_FAILED;
+	apply_journal_size(&o);
+	if (probe_target(&o, &t))
+		return EXIT_FAILED;
+
+	uint64_t device_bytes = t.bytes;
+	if (!t.is_blockdev && o.size > device_bytes)
+		device_bytes = o.size; /* the file will be extended to SIZE */
+	o.params.size_bytes = o.size;
+	int err = ordfs_mkfs_plan(&o.params, device_bytes, &sb, &why);
+	if (err) {
+		image_error(o.image, why, 0);
+		return EXIT_FAILED;
+	}
+	if (check_existing(&o, &t))
+		return EXIT_FAILED;
+	if (!o.quiet)
+		print_plan(&o, &sb);
+	if (o.dry_run)
+		return 0;
+	return make_filesystem(&o, &t, &sb) ? EXIT_FAILED : 0;
+}
