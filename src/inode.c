@@ -176,12 +176,23 @@ void inode_hold(struct ordfs *fs, struct inode *inode)
 
 void inode_put(struct ordfs *fs, struct inode *inode)
 {
+	inode_put_flags(fs, inode, 0);
+}
+
+void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
+{
 	struct inode_cache *ic = fs->icache;
 
 	pthread_mutex_lock(&ic->lock);
 	if (inode->refs == 0)
 		abort(); /* reference underflow: a bug, never continue */
 	if (--inode->refs > 0 || file_has_dirty(inode)) {
+		pthread_mutex_unlock(&ic->lock);
+		return;
+	}
+	if (inode->d.links == 0 && (flags & INODE_PUT_NO_EVICT)) {
+		/* Stays cached (and on the orphan list) for a later put, the
+		 * unmount or the next mount. */
 		pthread_mutex_unlock(&ic->lock);
 		return;
 	}

@@ -56,7 +56,12 @@ void inode_cache_destroy(struct inode_cache *ic);
  * -EINVAL if ino is out of range, -EUCLEAN if its checksum is bad. */
 int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out);
 void inode_hold(struct ordfs *fs, struct inode *inode);
+/* Drops a reference.  The last reference to an unlinked inode frees it on
+ * disk, which starts handles: never call it holding a handle [J8] -- use
+ * INODE_PUT_NO_EVICT there. */
 void inode_put(struct ordfs *fs, struct inode *inode);
+#define INODE_PUT_NO_EVICT 0x1u
+void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags);
 
 #define INODE_WRITE_DATASYNC 0x1u /* more than timestamps changed */
 #define INODE_WRITE_CREDITS 1u

@@ -123,11 +123,11 @@ static int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode
 			if (p->d.next_orphan == inode->ino) {
 				p->d.next_orphan = next;
 				err = inode_write(fs, h, p, 0);
-				inode_put(fs, p);
+				inode_put_flags(fs, p, INODE_PUT_NO_EVICT);
 				break;
 			}
 			cur = p->d.next_orphan;
-			inode_put(fs, p);
+			inode_put_flags(fs, p, INODE_PUT_NO_EVICT);
 		}
 	}
 	inode->d.next_orphan = 0;

@@ -422,7 +422,6 @@ struct signature {
 /* Signatures of what mkfs would destroy.  Order matters only for the name
  * reported: the more specific ones come first. */
 static const struct signature signatures[] = {
-	{ 0, "ORDS", 4, "an ordfs filesystem" },
 	{ 1080, "\x53\xef", 2, "an ext2/ext3/ext4 filesystem" },
 	{ 0, "XFSB", 4, "an XFS filesystem" },
 	{ 65600, "_BHRfS_M", 8, "a btrfs filesystem" },
@@ -443,9 +442,13 @@ static const struct signature signatures[] = {
 	{ 510, "\x55\xaa", 2, "a partition table or boot sector" },
 };
 
-/* The name of the first signature found in the probe, or NULL. */
+/* The name of the first signature found in the probe, or NULL.  An ordfs
+ * superblock counts by its magic alone: a damaged one is still worth
+ * keeping for fsck.ordfs. */
 static const char *find_signature(const uint8_t *probe, size_t len)
 {
+	if (len >= 4 && le_get32(probe) == ORDFS_SB_MAGIC)
+		return "an ordfs filesystem";
 	for (size_t i = 0; i < sizeof(signatures) / sizeof(signatures[0]); i++) {
 		const struct signature *s = &signatures[i];
 		if (s->off + s->len <= len && memcmp(probe + s->off, s->magic, s->len) == 0)
