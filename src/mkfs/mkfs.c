@@ -49,6 +49,11 @@
 #define WRITE_CHUNK (4u << 20)      /* bytes per write of the metadata areas */
 #define HASH_SEED_SALT 0x68736168u  /* "hash": derives hash_seed from a UUID */
 
+/* The messages below name these numbers. */
+_Static_assert(ORDFS_MIN_JOURNAL_BLOCKS == 64, "update the journal size messages");
+_Static_assert(ORDFS_LABEL_LEN == 32 && ORDFS_MOUNT_OPTS_LEN == 64,
+	       "update the label and mount_opts messages");
+
 /* ---- planning ---------------------------------------------------------- */
 
 static int refuse(const char **why, const char *reason)
@@ -122,7 +127,8 @@ static int choose_inodes(const struct mkfs_params *p, uint64_t block_count,
 
 	uint64_t want = p->inode_count;
 	if (want == 0) {
-		want = block_count * block_size / BYTES_PER_INODE;
+		/* bytes / 16 KiB, without overflowing at 2^48 blocks of 64 KiB */
+		want = block_count * (block_size / 1024u) / (BYTES_PER_INODE / 1024u);
 		if (want < MIN_INODES)
 			want = MIN_INODES;
 		want = div_up(want, per_block) * per_block;
@@ -453,7 +459,10 @@ static int create_lost_found(struct blockdev *bd, const char **why)
 	err = ordfs_mkdir(fs, root, "lost+found", 0700, &cred, &lf);
 	inode_put(fs, root);
 	if (err) {
-		*why = "cannot create lost+found";
+		/* -E2BIG: one directory change needs more than the journal can
+		 * hold in one transaction. */
+		*why = err == -E2BIG ? "journal too small for one transaction (make it bigger)"
+				     : "cannot create lost+found";
 		goto out_unmount;
 	}
 	inode_put(fs, lf);

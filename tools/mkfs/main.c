@@ -263,7 +263,7 @@ static int parse_extended(const char *arg, struct mkfs_options *o)
 			strcpy(o->params.mount_opts, v);
 			return 0;
 		}
-		size_t len = strcspn(p, ",");
+		size_t len = strcspn(p, ",=");
 		char key[64];
 		snprintf(key, sizeof(key), "%.*s", (int)len, p);
 		usage_error("unknown extended option '%s'", key);
@@ -480,7 +480,8 @@ static ssize_t read_probe(const char *path, uint8_t *buf, size_t len)
 	return (ssize_t)got;
 }
 
-/* Refuses (unless -F) to overwrite a filesystem or another signature. */
+/* Refuses (unless -F) to overwrite a filesystem or another signature.  A
+ * dry run only says what it found. */
 static int check_existing(const struct mkfs_options *o, const struct target *t)
 {
 	if (!t->exists || o->force)
@@ -500,6 +501,12 @@ static int check_existing(const struct mkfs_options *o, const struct target *t)
 	free(probe);
 	if (!what)
 		return 0;
+	if (o->dry_run) {
+		if (!o->quiet)
+			printf("Note: %s contains %s; making ordfs on it needs -F.\n", o->image,
+			       what);
+		return 0;
+	}
 	char reason[128];
 	snprintf(reason, sizeof(reason), "contains %s (use -F to overwrite it)", what);
 	image_error(o->image, reason, 0);

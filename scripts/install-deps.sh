@@ -1,0 +1,44 @@
+#!/bin/bash
+# install-deps.sh - install the Debian packages ordfs needs to build and test.
+#
+# Installs only what is missing (checked with dpkg), after one apt-get
+# update; does nothing when everything is there.  Runs as root, or through
+# sudo when that exists.  Made for Debian 12; other Debian-like systems with
+# the same package names work too.
+set -euo pipefail
+
+PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
+	libsqlite3-dev)
+
+is_installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+	echo "install-deps.sh: not a Debian-like system (no dpkg); install these by hand:" \
+		"${PACKAGES[*]}" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	is_installed "$p" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps.sh: all build and test dependencies are installed"
+	exit 0
+fi
+
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+	if ! command -v sudo >/dev/null 2>&1; then
+		echo "install-deps.sh: need root to install: ${missing[*]}" >&2
+		exit 1
+	fi
+	as_root=(sudo)
+fi
+
+echo "install-deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update
+"${as_root[@]}" apt-get install -y "${missing[@]}"
