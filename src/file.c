@@ -54,6 +54,15 @@ bool file_has_dirty(const struct inode *inode)
 	return inode->pages && inode->pages->count > 0;
 }
 
+uint64_t file_delayed_blocks(const struct inode *inode)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; inode->pages && i < PAGE_SLOTS; i++)
+		for (const struct page *p = inode->pages->slots[i]; p; p = p->next)
+			n += p->reserved;
+	return n;
+}
+
 static struct page **page_slot(struct page_cache *pc, uint64_t lblk)
 {
 	return &pc->slots[(lblk * 0x9e3779b97f4a7c15ull) >> 56];

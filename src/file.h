@@ -25,6 +25,8 @@ struct inode;
 /* True if the inode has dirty pages (any lock may be held; it is a hint
  * for eviction, read under the inode cache lock). */
 bool file_has_dirty(const struct inode *inode);
+/* Delayed pages (reserved, not yet allocated) of the inode. */
+uint64_t file_delayed_blocks(const struct inode *inode);
 /* Frees the page cache of an inode being dropped from memory. */
 void file_pages_destroy(struct inode *inode);
 /* Writes back every dirty page of the inode.  Caller holds inode->lock

@@ -187,7 +187,7 @@ enum ordfs_block_type {
 	ORDFS_BT_DIR_LEAF = 4,
 	ORDFS_BT_DIR_INDEX = 5,
 	ORDFS_BT_XATTR = 6,
-	ORDFS_BT_SYMLINK = 7,
+	ORDFS_BT_SYMLINK = 7, /* reserved: long symlink blocks carry no header */
 };
 
 void ordfs_block_hdr_init(uint8_t *blk, enum ordfs_block_type type, uint32_t owner,
@@ -339,6 +339,36 @@ static inline uint32_t ordfs_dir_entry_size(uint32_t namelen)
 
 /* 64-bit keyed hash of a directory entry name. */
 uint64_t ordfs_name_hash(uint32_t seed, const char *name, size_t len);
+
+/* ---- extended attributes (one ORDFS_BT_XATTR block per inode) --------- */
+/*
+ * inode.xattr_block points at the block (0 = no attributes).  After the
+ * common header:
+ *   24 u16 count, 26 u16 used bytes of the entry area, 28 u32 reserved,
+ *   32 entries, sorted by (namespace, name):
+ *     0 u8 namespace (ORDFS_XATTR_NS_*), 1 u8 name length (1..255),
+ *     2 u16 value length, 4 name bytes (without the namespace prefix),
+ *     then the value; each entry padded to a multiple of 4 bytes.
+ * All of an inode's attributes fit in one block (E2BIG / ENOSPC beyond).
+ */
+#define ORDFS_XATTR_HDR 32u
+#define ORDFS_XATTR_ENTRY_FIXED 4u
+enum ordfs_xattr_namespace {
+	ORDFS_XATTR_NS_USER = 1,
+	ORDFS_XATTR_NS_TRUSTED = 2,
+	ORDFS_XATTR_NS_SECURITY = 3,
+	ORDFS_XATTR_NS_POSIX_ACL_ACCESS = 4,  /* "system.posix_acl_access", no name */
+	ORDFS_XATTR_NS_POSIX_ACL_DEFAULT = 5, /* "system.posix_acl_default", no name */
+};
+
+/* ---- symbolic links ----------------------------------------------------- */
+/*
+ * A target shorter than 128 bytes is stored in inode.data (flag
+ * ORDFS_INODE_FAST_SYMLINK, NUL-padded).  A longer one (up to 4095 bytes)
+ * is stored as raw bytes in the link's logical blocks, mapped by its extent
+ * tree and written through the journal like other metadata (no block
+ * header: ORDFS_BT_SYMLINK is reserved); size is the target length.
+ */
 
 /* ---- journal (blocks [journal_start, +journal_blocks)) ----------------- */
 /*

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "format.h"
+
 struct ordfs;
 struct inode;
 
@@ -39,6 +41,36 @@ int ordfs_unlink(struct ordfs *fs, struct inode *dir, const char *name);
 int ordfs_rmdir(struct ordfs *fs, struct inode *dir, const char *name);
 int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
 		 struct inode *newdir, const char *newname, unsigned flags);
+
+/* ---- attributes (attr.c) ----------------------------------------------- */
+
+#define ORDFS_SET_MODE 0x01u
+#define ORDFS_SET_UID 0x02u
+#define ORDFS_SET_GID 0x04u
+#define ORDFS_SET_SIZE 0x08u
+#define ORDFS_SET_ATIME 0x10u
+#define ORDFS_SET_MTIME 0x20u
+#define ORDFS_SET_ATIME_NOW 0x40u /* with ORDFS_SET_ATIME: use the current time */
+#define ORDFS_SET_MTIME_NOW 0x80u
+
+struct ordfs_setattr {
+	unsigned valid;
+	uint16_t mode;
+	uint32_t uid, gid;
+	uint64_t size;
+	struct ordfs_timespec atime, mtime;
+};
+
+struct ordfs_statfs {
+	uint32_t block_size, name_max;
+	uint64_t blocks, blocks_free, blocks_avail;
+	uint64_t inodes, inodes_free;
+};
+
+struct stat;
+void ordfs_getattr(struct ordfs *fs, struct inode *inode, struct stat *st);
+int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_setattr *sa);
+void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out);
 
 /* ---- file data (file.c) ----------------------------------------------- */
 

@@ -307,10 +307,18 @@ out:
 	return err;
 }
 
-/* After a durable commit: copies to the checkpoint list, waiters woken,
- * freed blocks released.  Called without the lock. */
+/* After a durable commit: the blocks it freed are released [J5], its copies
+ * go to the checkpoint list, and only then are the waiters woken, so a
+ * caller whose commit returned sees the freed space.  Called without the
+ * lock.  (No checkpoint can run meanwhile: it runs on this thread.) */
 static void commit_finish(struct journal *j, struct transaction *tx)
 {
+	for (uint32_t i = 0; i < tx->freed.n; i++) {
+		if (j->cfg.release_freed)
+			j->cfg.release_freed(j->cfg.release_ctx, tx->freed.v[i].start,
+					     tx->freed.v[i].len);
+	}
+
 	pthread_mutex_lock(&j->state_lock);
 	for (uint32_t i = 0; i < tx->bufs.n; i++) {
 		struct buf *b = tx->bufs.v[i];
@@ -323,12 +331,6 @@ static void commit_finish(struct journal *j, struct transaction *tx)
 	j->stats.commits++;
 	pthread_cond_broadcast(&j->done_cond);
 	pthread_mutex_unlock(&j->state_lock);
-
-	for (uint32_t i = 0; i < tx->freed.n; i++) {
-		if (j->cfg.release_freed)
-			j->cfg.release_freed(j->cfg.release_ctx, tx->freed.v[i].start,
-					     tx->freed.v[i].len);
-	}
 }
 
 /* A failed commit: the transaction never counts; the journal aborts. */

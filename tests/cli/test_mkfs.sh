@@ -9,7 +9,7 @@
 # a non-zero exit and an untouched image; --help and --version exit 0.
 set -eu
 
-MKFS=${1:?usage: test_mkfs.sh MKFS_BINARY}
+MKFS=$(readlink -f "${1:?usage: test_mkfs.sh MKFS_BINARY}")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ordfs-cli.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"

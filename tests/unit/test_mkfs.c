@@ -417,7 +417,7 @@ START_TEST(test_write_image_block_sizes)
 		uint64_t bytes;
 		uint32_t bs;
 	} cases[] = {
-		{ 2 * MiB, 1024 }, { 16 * MiB, 4096 }, { 8 * MiB, 65536 }, { 40 * MiB + 4096, 4096 },
+		{ 2 * MiB, 1024 }, { 16 * MiB, 4096 }, { 64 * MiB, 65536 }, { 40 * MiB + 4096, 4096 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct image im;

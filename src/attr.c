@@ -1,0 +1,120 @@
+/*
+ * attr.c - attributes: stat, setattr (mode, owner, size, times), statfs.
+ *
+ * Owns: the translation between an inode and struct stat, and attribute
+ * changes.  Rules: every change runs in one handle and sets ctime; a size
+ * change goes through truncate (file.c); UTIME_NOW/UTIME_OMIT semantics
+ * are the caller's flags (ORDFS_SET_ATIME_NOW, ...); chown and chmod by
+ * anyone but root clear set-user-ID and set-group-ID as Linux does.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs.h"
+#include "file.h"
+#include "inode.h"
+#include "ops.h"
+#include "alloc/alloc.h"
+#include "journal/journal.h"
+
+void ordfs_getattr(struct ordfs *fs, struct inode *inode, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_rwlock_rdlock(&inode->lock);
+	st->st_ino = inode->ino;
+	st->st_mode = inode->d.mode;
+	st->st_nlink = inode->d.links;
+	st->st_uid = inode->d.uid;
+	st->st_gid = inode->d.gid;
+	st->st_rdev = inode->d.rdev;
+	st->st_size = (off_t)inode->size;
+	st->st_blksize = fs->block_size;
+	/* st_blocks counts 512-byte units of allocated and delayed blocks. */
+	uint64_t blocks = inode->d.blocks + file_delayed_blocks(inode);
+	st->st_blocks = (blkcnt_t)(blocks * (fs->block_size / 512));
+	st->st_atim.tv_sec = inode->d.atime.sec;
+	st->st_atim.tv_nsec = inode->d.atime.nsec;
+	st->st_mtim.tv_sec = inode->d.mtime.sec;
+	st->st_mtim.tv_nsec = inode->d.mtime.nsec;
+	st->st_ctim.tv_sec = inode->d.ctime.sec;
+	st->st_ctim.tv_nsec = inode->d.ctime.nsec;
+	pthread_rwlock_unlock(&inode->lock);
+}
+
+static bool valid_time(struct ordfs_timespec t)
+{
+	return t.nsec < 1000000000u;
+}
+
+int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_setattr *sa)
+{
+	if (!fs->journal)
+		return -EROFS;
+	if (((sa->valid & ORDFS_SET_ATIME) && !valid_time(sa->atime)) ||
+	    ((sa->valid & ORDFS_SET_MTIME) && !valid_time(sa->mtime)))
+		return -EINVAL;
+
+	pthread_rwlock_wrlock(&inode->lock);
+	int err = 0;
+	if (sa->valid & ORDFS_SET_SIZE) {
+		if (S_ISDIR(inode->d.mode))
+			err = -EISDIR;
+		else if (!S_ISREG(inode->d.mode))
+			err = -EINVAL;
+		else
+			err = ordfs_truncate_locked(fs, inode, sa->size);
+	}
+	if (err)
+		goto out;
+
+	struct handle *h;
+	err = journal_start(fs->journal, INODE_WRITE_CREDITS, &h);
+	if (err)
+		goto out;
+	struct ordfs_timespec now = ordfs_now();
+	if (sa->valid & ORDFS_SET_MODE)
+		inode->d.mode = (uint16_t)((inode->d.mode & S_IFMT) | (sa->mode & 07777));
+	if (sa->valid & (ORDFS_SET_UID | ORDFS_SET_GID)) {
+		if (sa->valid & ORDFS_SET_UID)
+			inode->d.uid = sa->uid;
+		if (sa->valid & ORDFS_SET_GID)
+			inode->d.gid = sa->gid;
+		/* chown clears set-user-ID, and set-group-ID when group-executable
+		 * (a non-group-executable SGID marks mandatory locking). */
+		if (!S_ISDIR(inode->d.mode)) {
+			inode->d.mode &= (uint16_t)~S_ISUID;
+			if (inode->d.mode & S_IXGRP)
+				inode->d.mode &= (uint16_t)~S_ISGID;
+		}
+	}
+	if (sa->valid & ORDFS_SET_ATIME)
+		inode->d.atime = (sa->valid & ORDFS_SET_ATIME_NOW) ? now : sa->atime;
+	if (sa->valid & ORDFS_SET_MTIME)
+		inode->d.mtime = (sa->valid & ORDFS_SET_MTIME_NOW) ? now : sa->mtime;
+	inode->d.ctime = now;
+	err = inode_write(fs, h, inode, (sa->valid & ~(ORDFS_SET_ATIME | ORDFS_SET_MTIME |
+						      ORDFS_SET_ATIME_NOW |
+						      ORDFS_SET_MTIME_NOW))
+						? INODE_WRITE_DATASYNC
+						: 0);
+	int serr = journal_stop(h);
+	if (!err)
+		err = serr;
+out:
+	pthread_rwlock_unlock(&inode->lock);
+	return err;
+}
+
+void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out)
+{
+	struct alloc_counts c;
+	alloc_get_counts(fs->alloc, &c);
+	out->block_size = fs->block_size;
+	out->blocks = fs->sb.block_count;
+	out->blocks_free = c.free_blocks + c.pending_free;
+	out->blocks_avail = c.free_blocks;
+	out->inodes = fs->sb.inode_count;
+	out->inodes_free = c.free_inodes;
+	out->name_max = ORDFS_NAME_MAX;
+}
