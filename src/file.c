@@ -334,8 +334,8 @@ int file_writeback_locked(struct ordfs *fs, struct inode *inode)
 static int writeback_one(struct ordfs *fs, struct inode *inode, void *ctx)
 {
 	(void)ctx;
-	if ((inode->d.mode & 0170000) != 0100000)
-		return 0;
+	if ((inode->d.mode & 0170000) != 0100000 || inode->d.links == 0)
+		return 0; /* an unlinked file's data dies with it */
 	pthread_rwlock_wrlock(&inode->lock);
 	int err = 0;
 	if (file_has_dirty(inode) || inode->d.size != inode->size || inode->times_dirty)

@@ -186,7 +186,9 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 	pthread_mutex_lock(&ic->lock);
 	if (inode->refs == 0)
 		abort(); /* reference underflow: a bug, never continue */
-	if (--inode->refs > 0 || file_has_dirty(inode)) {
+	/* Dirty data keeps a linked inode cached until writeback; an unlinked
+	 * one's data is thrown away by its eviction. */
+	if (--inode->refs > 0 || (file_has_dirty(inode) && inode->d.links > 0)) {
 		pthread_mutex_unlock(&ic->lock);
 		return;
 	}
