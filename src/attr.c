@@ -28,7 +28,9 @@ void ordfs_getattr(struct ordfs *fs, struct inode *inode, struct stat *st)
 	st->st_uid = inode->d.uid;
 	st->st_gid = inode->d.gid;
 	st->st_rdev = inode->d.rdev;
-	st->st_size = (off_t)inode->size;
+	/* Regular files: the size users see (delayed data included); others:
+	 * the size on disk (directories change it themselves). */
+	st->st_size = (off_t)(S_ISREG(inode->d.mode) ? inode->size : inode->d.size);
 	st->st_blksize = fs->block_size;
 	/* st_blocks counts 512-byte units of allocated and delayed blocks. */
 	uint64_t blocks = inode->d.blocks + file_delayed_blocks(inode);

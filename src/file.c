@@ -466,11 +466,13 @@ static int drop_pages_from(struct ordfs *fs, struct inode *inode, uint64_t first
 	return 0;
 }
 
-/* Unmaps everything from first_lblk on, a bounded number of records per
- * handle. */
-static int unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
+int ordfs_unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
 {
-	const uint32_t per_handle = 16;
+	/* As many records per handle as the journal allows, up to 16. */
+	uint32_t per_handle = 16;
+	while (per_handle > 1 &&
+	       extent_credits(fs, inode, per_handle) > journal_max_credits(fs->journal))
+		per_handle /= 2;
 	for (;;) {
 		struct handle *h;
 		int err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
@@ -507,7 +509,7 @@ int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
 			err = update_disk_size(fs, inode);
 		}
 		if (!err)
-			err = unmap_from(fs, inode, keep_blocks);
+			err = ordfs_unmap_from(fs, inode, keep_blocks);
 	} else if (size > inode->size) {
 		inode->size = size; /* a hole; d.size follows at writeback */
 	}

@@ -35,6 +35,9 @@ int file_writeback_locked(struct ordfs *fs, struct inode *inode);
 /* Writes back every dirty inode in the cache (sync, unmount). */
 int file_writeback_all(struct ordfs *fs);
 
+/* Unmaps (and frees) every block from first_lblk on, a bounded number of
+ * extent records per handle.  inode->lock held exclusively, no handle. */
+int ordfs_unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk);
 /* Truncate with inode->lock held exclusively and no handle. */
 int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size);
 

@@ -139,23 +139,11 @@ static int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode
 void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
 {
 	pthread_rwlock_wrlock(&inode->lock);
-	int err = ordfs_truncate_locked(fs, inode, 0);
-	if (!err && !S_ISREG(inode->d.mode)) {
-		/* Directories and symlinks: truncate handles regular files only. */
-		const uint32_t per_handle = 16;
-		int more = 1;
-		while (more > 0) {
-			struct handle *h;
-			err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
-			if (err)
-				break;
-			more = extent_remove(fs, h, inode, 0, UINT64_MAX, per_handle);
-			int serr = journal_stop(h);
-			err = more < 0 ? more : serr;
-			if (err)
-				break;
-		}
-	}
+	int err = 0;
+	if (S_ISREG(inode->d.mode))
+		err = ordfs_truncate_locked(fs, inode, 0);
+	else /* directories and long symlinks: their blocks are metadata */
+		err = ordfs_unmap_from(fs, inode, 0);
 	if (!err) {
 		struct handle *h;
 		err = journal_start(fs->journal, 8, &h);
@@ -317,6 +305,17 @@ int ordfs_create(struct ordfs *fs, struct inode *dir, const char *name, uint16_t
 	if ((mode & S_IFMT) == 0)
 		mode |= S_IFREG;
 	return create_common(fs, dir, name, mode, cred, out);
+}
+
+int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_emit_fn emit,
+		  void *ctx)
+{
+	if (!is_dir(dir))
+		return -ENOTDIR;
+	pthread_rwlock_rdlock(&dir->lock);
+	int err = dir_readdir(fs, dir, cookie, emit, ctx);
+	pthread_rwlock_unlock(&dir->lock);
+	return err;
 }
 
 /* ---- unlink and rmdir ------------------------------------------------------ */

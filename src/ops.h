@@ -42,6 +42,13 @@ int ordfs_rmdir(struct ordfs *fs, struct inode *dir, const char *name);
 int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
 		 struct inode *newdir, const char *newname, unsigned flags);
 
+/* Lists a directory from cookie (0 = start) under its lock; see dir.h for
+ * the callback and cookie rules ("." and ".." are not included). */
+typedef int (*ordfs_emit_fn)(void *ctx, const char *name, size_t len, uint32_t ino,
+			     uint8_t dtype, uint64_t next_cookie);
+int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_emit_fn emit,
+		  void *ctx);
+
 /* ---- attributes (attr.c) ----------------------------------------------- */
 
 #define ORDFS_SET_MODE 0x01u

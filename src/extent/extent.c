@@ -603,10 +603,10 @@ static int leaf_add(struct ordfs *fs, struct handle *h, struct inode *inode, str
 
 	uint8_t rec[REC];
 	ext_put(rec, e);
-	if (pos == 0)
-		keys_fix(p, p->depth, e->logical);
 	if (plan.grow)
 		root_grow(fs, inode, p, &plan);
+	if (pos == 0) /* a new first record: every key on the path is at index 0 */
+		keys_fix(p, p->depth, e->logical);
 	path_add_record(fs, inode, p, &plan, p->depth, pos, rec);
 	inode->d.blocks += plan.nblocks;
 	return 0;

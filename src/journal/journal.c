@@ -133,9 +133,13 @@ int journal_open(struct blockdev *bd, struct bcache *cache, const struct ordfs_s
 	j->log_first = js.first;
 	j->log_total = js.total_blocks;
 	memcpy(j->uuid, sb->uuid, ORDFS_UUID_LEN);
-	/* A quarter of the log per transaction: room for the one committing,
-	 * the one running and checkpoint slack. */
-	j->max_tx_blocks = (j->log_total - j->log_first) / 4;
+	/* A transaction must fit the log after a full checkpoint (which the
+	 * commit runs when it does not fit otherwise): its blocks plus one
+	 * descriptor per tags_per_descriptor (at most 1/62 of them at 1 KiB
+	 * blocks), its revoke blocks and the commit block.  A sixteenth of the
+	 * log covers the descriptors with room to spare. */
+	uint32_t capacity = js.total_blocks - js.first;
+	j->max_tx_blocks = capacity - capacity / 16 - 4;
 	pthread_mutex_init(&j->state_lock, NULL);
 	pthread_cond_init(&j->handle_cond, NULL);
 	pthread_cond_init(&j->commit_cond, NULL);
@@ -262,6 +266,11 @@ int journal_stop(struct handle *h)
 	pthread_mutex_unlock(&j->state_lock);
 	free(h);
 	return err;
+}
+
+uint32_t journal_max_credits(struct journal *j)
+{
+	return j->max_tx_blocks;
 }
 
 uint64_t journal_handle_tid(const struct handle *h)

@@ -107,6 +107,8 @@ int journal_close(struct journal *j);
  * for a commit to make room.  -EROFS if the journal has aborted, -E2BIG if
  * credits exceed the largest transaction the log allows. */
 int journal_start(struct journal *j, uint32_t credits, struct handle **out);
+/* The largest credits one handle may ask for. */
+uint32_t journal_max_credits(struct journal *j);
 /* Ends the handle.  Returns -EROFS if the journal aborted meanwhile. */
 int journal_stop(struct handle *h);
 /* Sequence number of the transaction this handle belongs to. */

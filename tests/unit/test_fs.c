@@ -437,6 +437,59 @@ START_TEST(test_refused_mounts_leave_image_untouched)
 }
 END_TEST
 
+/* A minimum-size journal under a long operation sequence: the log wraps,
+ * checkpoints and revokes many times, and every operation still fits. */
+START_TEST(test_minimum_journal_long_sequence)
+{
+	struct test_fs t;
+	tfs_setup(&t, 16 << 20, 1024, ORDFS_MIN_JOURNAL_BLOCKS);
+	struct inode *root = tfs_root(&t), *d;
+	ck_assert_int_eq(ordfs_mkdir(t.fs, root, "d", 0755, &root_cred, &d), 0);
+	uint8_t buf[40000];
+	char name[32];
+	for (int round = 0; round < 300; round++) {
+		snprintf(name, sizeof(name), "f%d", round % 37);
+		struct inode *f;
+		int err = ordfs_create(t.fs, d, name, 0644, &root_cred, &f);
+		if (err == -EEXIST) {
+			ck_assert_int_eq(ordfs_unlink(t.fs, d, name), 0);
+			continue;
+		}
+		ck_assert_int_eq(err, 0);
+		size_t len = 500 + (size_t)(round * 977) % sizeof(buf);
+		fill_pattern(buf, len, (uint32_t)round);
+		write_all(&t, f, buf, len, (uint64_t)(round % 5) * 3000);
+		if (round % 3 == 0)
+			ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+		if (round % 7 == 0)
+			ck_assert_int_eq(ordfs_truncate(t.fs, f, len / 3), 0);
+		inode_put(t.fs, f);
+		if (round % 10 == 0) {
+			/* A directory block journaled, then freed: a revoke. */
+			struct inode *sub, *g;
+			ck_assert_int_eq(ordfs_mkdir(t.fs, d, "sub", 0755, &root_cred, &sub), 0);
+			ck_assert_int_eq(ordfs_create(t.fs, sub, "g", 0644, &root_cred, &g), 0);
+			inode_put(t.fs, g);
+			ck_assert_int_eq(ordfs_fsync(t.fs, sub, false), 0); /* block in the log */
+			ck_assert_int_eq(ordfs_unlink(t.fs, sub, "g"), 0);
+			inode_put(t.fs, sub);
+			ck_assert_int_eq(ordfs_rmdir(t.fs, d, "sub"), 0);
+		}
+	}
+	struct journal_stats st;
+	ck_assert_int_eq(ordfs_sync(t.fs), 0);
+	journal_get_stats(t.fs->journal, &st);
+	ck_assert_uint_ge(st.checkpoints, 5);
+	ck_assert_uint_gt(st.revokes_logged, 0);
+	inode_put(t.fs, d);
+	inode_put(t.fs, root);
+	/* A crash now, then recovery, then the checker. */
+	tfs_crash(&t);
+	tfs_mount(&t);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 static Suite *fs_suite(void)
 {
 	Suite *s = suite_create("fs");
@@ -451,6 +504,7 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_rename_and_rmdir);
 	tcase_add_test(tc, test_enospc_reported_by_write);
 	tcase_add_test(tc, test_refused_mounts_leave_image_untouched);
+	tcase_add_test(tc, test_minimum_journal_long_sequence);
 	suite_add_tcase(s, tc);
 	return s;
 }

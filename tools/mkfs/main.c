@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,11 +68,15 @@ struct target {
 
 /* ---- messages --------------------------------------------------------- */
 
-static void usage_error(const char *fmt, const char *arg)
+/* One line: what is wrong, then where to look. */
+__attribute__((format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
 {
+	va_list ap;
+	va_start(ap, fmt);
 	fprintf(stderr, PROG ": ");
-	fprintf(stderr, fmt, arg);
+	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "; usage: " PROG " [options] IMAGE [SIZE] (see --help)\n");
+	va_end(ap);
 }
 
 static void image_error(const char *image, const char *reason, int err)
@@ -269,7 +274,7 @@ static int parse_extended(const char *arg, struct mkfs_options *o)
 		usage_error("unknown extended option '%s'", key);
 		return -1;
 	}
-	usage_error("empty extended option%s", "");
+	usage_error("empty extended option");
 	return -1;
 }
 
@@ -308,7 +313,7 @@ static int parse_option(int c, const char *arg, struct mkfs_options *o)
 static int parse_operands(int argc, char **argv, struct mkfs_options *o)
 {
 	if (optind >= argc) {
-		usage_error("missing IMAGE%s", "");
+		usage_error("missing IMAGE");
 		return -1;
 	}
 	o->image = argv[optind++];

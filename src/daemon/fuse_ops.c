@@ -1,0 +1,522 @@
+/*
+ * fuse_ops.c - thin glue: one FUSE lowlevel request -> one ops.h call -> one
+ * reply.
+ *
+ * Owns: the mapping between FUSE node ids and inodes, and the lookup
+ * counts.  Rules:
+ *  - Node id 1 (FUSE_ROOT_ID) is the root inode (2); every other node id is
+ *    the inode number (inode 1 is reserved and never exposed).
+ *  - Every reply that hands the kernel an entry (lookup, create, mkdir,
+ *    readdirplus) keeps one inode reference; forget drops nlookup of them.
+ *    So an inode the kernel knows stays cached, and an unlinked one is
+ *    freed when the kernel forgets it (the orphan list covers crashes).
+ *  - Each handler ends in exactly one reply; errors from the core are
+ *    negative errnos, replied as positive ones.
+ *  - Caching: attributes and names are cached by the kernel for
+ *    attr_timeout/entry_timeout seconds (1 s); the kernel page cache keeps
+ *    file data (no keep_cache: it is dropped at open), and the writeback
+ *    cache is off, so every write() reaches the daemon in order.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "fuse_ops.h"
+#include "../fs.h"
+#include "../inode.h"
+#include "../ops.h"
+
+static struct daemon_ctx *ctx_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static uint32_t ino_of(fuse_ino_t node)
+{
+	return node == FUSE_ROOT_ID ? ORDFS_ROOT_INO : (uint32_t)node;
+}
+
+static fuse_ino_t node_of(uint32_t ino)
+{
+	return ino == ORDFS_ROOT_INO ? FUSE_ROOT_ID : ino;
+}
+
+/* Looks up the inode behind a node id with a reference, or replies with
+ * the error and returns NULL. */
+static struct inode *get_inode(fuse_req_t req, fuse_ino_t node)
+{
+	struct inode *inode;
+	if (node > UINT32_MAX) {
+		fuse_reply_err(req, EINVAL);
+		return NULL;
+	}
+	int err = inode_get(ctx_of(req)->fs, ino_of(node), &inode);
+	if (err) {
+		fuse_reply_err(req, err == -EUCLEAN ? EIO : -err);
+		return NULL;
+	}
+	return inode;
+}
+
+static void fill_entry(fuse_req_t req, struct inode *inode, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	ordfs_getattr(ctx_of(req)->fs, inode, &e->attr);
+	e->ino = node_of(inode->ino);
+	e->generation = inode->d.generation;
+	e->attr_timeout = ctx_of(req)->attr_timeout;
+	e->entry_timeout = ctx_of(req)->entry_timeout;
+}
+
+/* Replies with an entry; the inode reference becomes the kernel's. */
+static void reply_entry(fuse_req_t req, struct inode *inode)
+{
+	struct fuse_entry_param e;
+	fill_entry(req, inode, &e);
+	if (fuse_reply_entry(req, &e) != 0)
+		inode_put(ctx_of(req)->fs, inode); /* the kernel did not take it */
+}
+
+static struct ordfs_cred cred_of(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct ordfs_cred cred = { c->uid, c->gid };
+	return cred;
+}
+
+static void reply_result(fuse_req_t req, int err)
+{
+	fuse_reply_err(req, err < 0 ? -err : 0);
+}
+
+/* ---- names ------------------------------------------------------------- */
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct inode *dir = get_inode(req, parent), *child;
+	if (!dir)
+		return;
+	int err = ordfs_lookup(ctx_of(req)->fs, dir, name, &child);
+	inode_put(ctx_of(req)->fs, dir);
+	if (err) {
+		reply_result(req, err);
+		return;
+	}
+	reply_entry(req, child);
+}
+
+static void op_forget_one(struct ordfs *fs, fuse_ino_t node, uint64_t nlookup)
+{
+	struct inode *inode;
+	if (node > UINT32_MAX || inode_get(fs, ino_of(node), &inode) != 0)
+		return;
+	for (uint64_t i = 0; i < nlookup; i++)
+		inode_put(fs, inode);
+	inode_put(fs, inode);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t node, uint64_t nlookup)
+{
+	op_forget_one(ctx_of(req)->fs, node, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		op_forget_one(ctx_of(req)->fs, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct inode *dir = get_inode(req, parent), *child;
+	if (!dir)
+		return;
+	struct ordfs_cred cred = cred_of(req);
+	int err = ordfs_mkdir(ctx_of(req)->fs, dir, name, (uint16_t)mode, &cred, &child);
+	inode_put(ctx_of(req)->fs, dir);
+	if (err)
+		reply_result(req, err);
+	else
+		reply_entry(req, child);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct inode *dir = get_inode(req, parent), *child;
+	if (!dir)
+		return;
+	struct ordfs_cred cred = cred_of(req);
+	int err = ordfs_create(ctx_of(req)->fs, dir, name, (uint16_t)mode, &cred, &child);
+	inode_put(ctx_of(req)->fs, dir);
+	if (err) {
+		reply_result(req, err);
+		return;
+	}
+	struct fuse_entry_param e;
+	fill_entry(req, child, &e);
+	if (fuse_reply_create(req, &e, fi) != 0)
+		inode_put(ctx_of(req)->fs, child);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct inode *dir = get_inode(req, parent);
+	if (!dir)
+		return;
+	int err = ordfs_unlink(ctx_of(req)->fs, dir, name);
+	inode_put(ctx_of(req)->fs, dir);
+	reply_result(req, err);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct inode *dir = get_inode(req, parent);
+	if (!dir)
+		return;
+	int err = ordfs_rmdir(ctx_of(req)->fs, dir, name);
+	inode_put(ctx_of(req)->fs, dir);
+	reply_result(req, err);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct inode *olddir = get_inode(req, parent);
+	if (!olddir)
+		return;
+	struct inode *newdir = get_inode(req, newparent);
+	if (!newdir) {
+		inode_put(ctx_of(req)->fs, olddir);
+		return;
+	}
+	int err = ordfs_rename(ctx_of(req)->fs, olddir, name, newdir, newname, flags);
+	inode_put(ctx_of(req)->fs, olddir);
+	inode_put(ctx_of(req)->fs, newdir);
+	reply_result(req, err);
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+static void op_getattr(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	struct stat st;
+	ordfs_getattr(ctx_of(req)->fs, inode, &st);
+	inode_put(ctx_of(req)->fs, inode);
+	fuse_reply_attr(req, &st, ctx_of(req)->attr_timeout);
+}
+
+static struct ordfs_timespec ts_of(struct timespec t)
+{
+	struct ordfs_timespec o = { t.tv_sec, (uint32_t)t.tv_nsec };
+	return o;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t node, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	struct ordfs_setattr sa;
+	memset(&sa, 0, sizeof(sa));
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.valid |= ORDFS_SET_MODE;
+		sa.mode = (uint16_t)attr->st_mode;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.valid |= ORDFS_SET_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.valid |= ORDFS_SET_GID;
+		sa.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		sa.valid |= ORDFS_SET_SIZE;
+		sa.size = (uint64_t)attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.valid |= ORDFS_SET_ATIME;
+		sa.atime = ts_of(attr->st_atim);
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		sa.valid |= ORDFS_SET_ATIME | ORDFS_SET_ATIME_NOW;
+	if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.valid |= ORDFS_SET_MTIME;
+		sa.mtime = ts_of(attr->st_mtim);
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		sa.valid |= ORDFS_SET_MTIME | ORDFS_SET_MTIME_NOW;
+
+	int err = ordfs_setattr(ctx_of(req)->fs, inode, &sa);
+	if (err) {
+		inode_put(ctx_of(req)->fs, inode);
+		reply_result(req, err);
+		return;
+	}
+	struct stat st;
+	ordfs_getattr(ctx_of(req)->fs, inode, &st);
+	inode_put(ctx_of(req)->fs, inode);
+	fuse_reply_attr(req, &st, ctx_of(req)->attr_timeout);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t node)
+{
+	(void)node;
+	struct ordfs_statfs s;
+	struct statvfs v;
+	ordfs_statfs(ctx_of(req)->fs, &s);
+	memset(&v, 0, sizeof(v));
+	v.f_bsize = v.f_frsize = s.block_size;
+	v.f_blocks = s.blocks;
+	v.f_bfree = s.blocks_free;
+	v.f_bavail = s.blocks_avail;
+	v.f_files = s.inodes;
+	v.f_ffree = v.f_favail = s.inodes_free;
+	v.f_namemax = s.name_max;
+	fuse_reply_statfs(req, &v);
+}
+
+/* ---- file data ------------------------------------------------------------ */
+
+static void op_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
+{
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	int err = 0;
+	if (S_ISDIR(inode->d.mode))
+		err = -EISDIR;
+	else if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY)
+		err = ordfs_truncate(ctx_of(req)->fs, inode, 0);
+	inode_put(ctx_of(req)->fs, inode);
+	if (err)
+		reply_result(req, err);
+	else
+		fuse_reply_open(req, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	char *buf = malloc(size ? size : 1);
+	if (!buf) {
+		inode_put(ctx_of(req)->fs, inode);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ssize_t n = ordfs_read(ctx_of(req)->fs, inode, buf, size, (uint64_t)off);
+	inode_put(ctx_of(req)->fs, inode);
+	if (n < 0)
+		reply_result(req, (int)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t node, const char *buf, size_t size,
+		     off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	ssize_t n = ordfs_write(ctx_of(req)->fs, inode, buf, size, (uint64_t)off);
+	inode_put(ctx_of(req)->fs, inode);
+	if (n < 0)
+		reply_result(req, (int)n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
+{
+	(void)node;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
+{
+	(void)node;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t node, int datasync,
+		     struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	int err = ordfs_fsync(ctx_of(req)->fs, inode, datasync != 0);
+	inode_put(ctx_of(req)->fs, inode);
+	reply_result(req, err);
+}
+
+/* ---- directories ------------------------------------------------------------ */
+
+struct dir_fill {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+	bool plus;
+	int err;
+};
+
+/* FUSE offsets: 1 after ".", 2 after "..", 2 + cookie after an entry
+ * (directory cookies are below 2^63 - 2 in practice: see dir.c). */
+static int add_dirent(struct dir_fill *f, const char *name, uint32_t ino, mode_t type,
+		      off_t next)
+{
+	char namebuf[ORDFS_NAME_MAX + 1];
+	size_t room = f->size - f->used;
+	size_t need;
+
+	if (f->plus && strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+		struct inode *inode;
+		int err = inode_get(ctx_of(f->req)->fs, ino, &inode);
+		if (err) {
+			f->err = err;
+			return 1;
+		}
+		struct fuse_entry_param e;
+		fill_entry(f->req, inode, &e);
+		need = fuse_add_direntry_plus(f->req, f->buf + f->used, room, name, &e, next);
+		if (need > room) {
+			inode_put(ctx_of(f->req)->fs, inode);
+			return 1;
+		}
+		/* the reference is the kernel's lookup now */
+	} else {
+		struct stat st;
+		memset(&st, 0, sizeof(st));
+		st.st_ino = ino;
+		st.st_mode = type << 12;
+		snprintf(namebuf, sizeof(namebuf), "%s", name);
+		if (f->plus) {
+			struct fuse_entry_param e;
+			memset(&e, 0, sizeof(e));
+			e.attr = st;
+			need = fuse_add_direntry_plus(f->req, f->buf + f->used, room, namebuf, &e,
+						      next);
+		} else {
+			need = fuse_add_direntry(f->req, f->buf + f->used, room, namebuf, &st, next);
+		}
+		if (need > room)
+			return 1;
+	}
+	f->used += need;
+	return 0;
+}
+
+static int emit_entry(void *ctx, const char *name, size_t len, uint32_t ino, uint8_t dtype,
+		      uint64_t next_cookie)
+{
+	char namebuf[ORDFS_NAME_MAX + 1];
+	if (len > ORDFS_NAME_MAX)
+		return 1;
+	memcpy(namebuf, name, len);
+	namebuf[len] = '\0';
+	return add_dirent(ctx, namebuf, ino, dtype, (off_t)(next_cookie + 2));
+}
+
+static void readdir_common(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
+			   bool plus)
+{
+	struct inode *dir = get_inode(req, node);
+	if (!dir)
+		return;
+	struct dir_fill f = { req, malloc(size ? size : 1), size, 0, plus, 0 };
+	if (!f.buf) {
+		inode_put(ctx_of(req)->fs, dir);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	int stop = 0;
+	if (off == 0)
+		stop = add_dirent(&f, ".", dir->ino, DT_DIR, 1);
+	if (!stop && off <= 1)
+		stop = add_dirent(&f, "..", dir->d.parent, DT_DIR, 2);
+	if (!stop) {
+		uint64_t cookie = off >= 2 ? (uint64_t)off - 2 : 0;
+		int err = ordfs_readdir(ctx_of(req)->fs, dir, cookie, emit_entry, &f);
+		if (err < 0)
+			f.err = err;
+	}
+	inode_put(ctx_of(req)->fs, dir);
+	if (f.err && f.used == 0)
+		reply_result(req, f.err);
+	else
+		fuse_reply_buf(req, f.buf, f.used);
+	free(f.buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	readdir_common(req, node, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	readdir_common(req, node, size, off, true);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t node, int datasync,
+			struct fuse_file_info *fi)
+{
+	op_fsync(req, node, datasync, fi);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* Writeback cache off: every write reaches the daemon (delayed
+	 * allocation happens here, not in the kernel). */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+const struct fuse_lowlevel_ops ordfs_fuse_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.mkdir = op_mkdir,
+	.create = op_create,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+};

@@ -1,0 +1,269 @@
+/*
+ * main.c - the ordfs daemon: `ordfs IMAGE MOUNTPOINT [-o opts] [-f] [-d] [-s]`.
+ *
+ * Owns: the start-up and shut-down order.
+ *   1. Parse and validate every option (options.c).
+ *   2. Open the image and take an exclusive flock on it (held by the open
+ *      file description, so it survives the fork; a second daemon or
+ *      fsck.ordfs fails with "in use").
+ *   3. Validate the superblock and journal state, still writing nothing.
+ *   4. Create the FUSE session and mount it.
+ *   5. Fork (unless -f): the parent waits on a pipe for the child's verdict
+ *      and exits 0 only once the filesystem is mounted and live.
+ *   6. In the child: mount the filesystem (journal replay, threads start
+ *      here, after the fork), report success, detach, serve requests.
+ *   7. On unmount (fusermount3 -u) or SIGTERM/SIGINT: leave the loop, write
+ *      everything back, commit, checkpoint, mark the image clean, release
+ *      the lock, exit 0 (1 if the image could not be left clean).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "fuse_ops.h"
+#include "options.h"
+#include "../fs.h"
+#include "../blockdev/blockdev.h"
+#include "../journal/journal.h"
+
+#ifndef ORDFS_PACKAGE_VERSION
+#define ORDFS_PACKAGE_VERSION "unknown"
+#endif
+
+static bool daemonized;
+static const char *image_name = "ordfs";
+
+/* One line per message, naming the image: stderr in the foreground, syslog
+ * once detached. */
+static void logmsg(int prio, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (daemonized)
+		syslog(prio, "%s: %s", image_name, msg);
+	else
+		fprintf(stderr, "ordfs: %s: %s\n", image_name, msg);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: ordfs IMAGE MOUNTPOINT [-o option[,option...]] [-f] [-d] [-s]\n"
+		"\n"
+		"Mounts the ordfs filesystem in IMAGE (made by mkfs.ordfs) on MOUNTPOINT.\n"
+		"Unmount with: fusermount3 -u MOUNTPOINT\n"
+		"\n"
+		"  -f              stay in the foreground\n"
+		"  -d              debug output (implies -f)\n"
+		"  -s              single-threaded\n"
+		"  -h, --help      this text\n"
+		"  -V, --version   version\n"
+		"\n"
+		"ordfs options (-o):\n"
+		"  data=ordered    data reaches the image before the metadata that points\n"
+		"                  at it is committed (default)\n"
+		"  data=writeback  metadata is journaled, data is not ordered\n"
+		"  commit=SECONDS  commit the journal at least this often (default 5)\n"
+		"  barrier         flush the image at every commit (default)\n"
+		"  nobarrier       never flush: faster, unsafe on power loss\n"
+		"  ro, rw          read-only / read-write\n"
+		"generic options passed to FUSE: allow_other, default_permissions (always\n"
+		"on), dev, nodev, suid, nosuid, exec, noexec, fsname=, subtype=\n");
+}
+
+/* ---- the image -------------------------------------------------------- */
+
+static int open_image(const struct daemon_options *o, struct blockdev **out)
+{
+	int err = blockdev_file_open(o->image, o->fs.readonly ? BLOCKDEV_READONLY : 0, out);
+	if (err) {
+		logmsg(LOG_ERR, "cannot open: %s", strerror(-err));
+		return err;
+	}
+	if (flock(blockdev_file_fd(*out), LOCK_EX | LOCK_NB) != 0) {
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		logmsg(LOG_ERR, "%s", err == -EBUSY
+					      ? "image is in use (another ordfs daemon or fsck.ordfs)"
+					      : strerror(-err));
+		blockdev_destroy(*out);
+		return err;
+	}
+	return 0;
+}
+
+static int validate_image(struct blockdev *bd, const struct daemon_options *o)
+{
+	struct ordfs_super sb;
+	const char *why = NULL;
+	int err = ordfs_read_super(bd, false, &sb, &why);
+	if (err) {
+		logmsg(LOG_ERR, "%s", why);
+		return err;
+	}
+	int need = journal_needs_recovery(bd, &sb);
+	if (need < 0) {
+		logmsg(LOG_ERR, "journal superblock is corrupt (run fsck.ordfs)");
+		return need;
+	}
+	if (need && o->fs.readonly) {
+		logmsg(LOG_ERR, "journal needs recovery; mount read-write or run fsck.ordfs");
+		return -EROFS;
+	}
+	return 0;
+}
+
+/* ---- detaching ---------------------------------------------------------- */
+
+/* Forks; the parent waits for the child's verdict and exits with it.
+ * Returns (in the child) the write end of the verdict pipe. */
+static int fork_and_wait(void)
+{
+	int pipefd[2];
+	if (pipe(pipefd) != 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(pipefd[1]);
+		char verdict = 1;
+		ssize_t n;
+		do {
+			n = read(pipefd[0], &verdict, 1);
+		} while (n < 0 && errno == EINTR);
+		_exit(n == 1 && verdict == 0 ? 0 : 1);
+	}
+	close(pipefd[0]);
+	setsid();
+	return pipefd[1];
+}
+
+static void finish_detach(int verdict_fd, bool ok)
+{
+	char verdict = ok ? 0 : 1;
+	if (verdict_fd < 0)
+		return;
+	if (ok) {
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			if (null > 2)
+				close(null);
+		}
+		if (chdir("/") != 0) {
+			/* not fatal: we hold no relative paths */
+		}
+		daemonized = true;
+		openlog("ordfs", LOG_PID, LOG_DAEMON);
+	}
+	if (write(verdict_fd, &verdict, 1) != 1) {
+		/* the parent is gone; nothing to tell */
+	}
+	close(verdict_fd);
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+static struct fuse_session *make_session(const struct daemon_options *o,
+					 struct daemon_ctx *dctx, char *argv0)
+{
+	char *fargv[4] = { argv0, "-o", (char *)o->fuse_opts, NULL };
+	int fargc = 3;
+	if (o->debug)
+		fargv[fargc++] = "-d";
+	struct fuse_args args = FUSE_ARGS_INIT(fargc, fargv);
+	return fuse_session_new(&args, &ordfs_fuse_ops, sizeof(ordfs_fuse_ops), dctx);
+}
+
+static int serve(struct fuse_session *se, const struct daemon_options *o)
+{
+	if (o->single_thread)
+		return fuse_session_loop(se);
+	struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 16 };
+	return fuse_session_loop_mt(se, &cfg);
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon_options o;
+	char err_msg[256];
+	if (daemon_parse_args(argc, argv, &o, err_msg, sizeof(err_msg)) != 0) {
+		fprintf(stderr, "ordfs: %s\n", err_msg);
+		return 1;
+	}
+	if (o.show_help) {
+		usage(stdout);
+		return 0;
+	}
+	if (o.show_version) {
+		printf("ordfs %s (FUSE %s)\n", ORDFS_PACKAGE_VERSION, fuse_pkgversion());
+		return 0;
+	}
+	image_name = o.image;
+
+	struct blockdev *bd;
+	if (open_image(&o, &bd) != 0)
+		return 1;
+	if (validate_image(bd, &o) != 0) {
+		blockdev_destroy(bd);
+		return 1;
+	}
+
+	struct daemon_ctx dctx = { NULL, 1.0, 1.0 };
+	struct fuse_session *se = make_session(&o, &dctx, argv[0]);
+	if (!se) {
+		blockdev_destroy(bd);
+		return 1; /* libfuse said why */
+	}
+	int status = 1;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, o.mountpoint) != 0)
+		goto out_signals;
+
+	int verdict_fd = -1;
+	if (!o.foreground) {
+		verdict_fd = fork_and_wait();
+		if (verdict_fd < 0) {
+			logmsg(LOG_ERR, "cannot fork: %s", strerror(-verdict_fd));
+			goto out_unmount;
+		}
+	}
+
+	const char *why = NULL;
+	int err = ordfs_mount(bd, &o.fs, &dctx.fs, &why);
+	if (err) {
+		logmsg(LOG_ERR, "%s", why);
+		finish_detach(verdict_fd, false);
+		goto out_unmount;
+	}
+	if (dctx.fs->recovery.needed)
+		logmsg(LOG_NOTICE, "recovered the journal: %u transactions replayed",
+		       dctx.fs->recovery.transactions);
+	finish_detach(verdict_fd, true);
+
+	int loop = serve(se, &o);
+	err = ordfs_unmount(dctx.fs);
+	if (err)
+		logmsg(LOG_ERR, "unmount could not leave the image clean: %s", strerror(-err));
+	status = (loop == 0 && err == 0) ? 0 : 1;
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+	blockdev_destroy(bd); /* releases the lock */
+	return status;
+}

@@ -1,0 +1,172 @@
+/*
+ * options.c - command line and -o parsing for the ordfs daemon.
+ *
+ * Rules: every option is validated here, before the image is opened or
+ * the daemon forks, so a bad invocation fails at once with one line.
+ * default_permissions is always passed to libfuse: the kernel then checks
+ * permissions for every request, so allow_other never lets one user into
+ * another's files (ordfs does not check permissions itself).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+/* Generic options forwarded to libfuse unchanged. */
+static const char *const passthrough[] = {
+	"rw", "ro", "dev", "nodev", "suid", "nosuid", "exec", "noexec",
+	"allow_other", "default_permissions", "async", "sync", "dirsync",
+	"auto", "noauto", "user", "nouser", "users", "_netdev", "nofail",
+	NULL,
+};
+
+/* Options with a value forwarded to libfuse. */
+static const char *const passthrough_prefix[] = { "fsname=", "subtype=", "max_read=", NULL };
+
+/* Options the mount helpers add that mean nothing to a FUSE filesystem. */
+static const char *const ignored[] = { "defaults", "loop", NULL };
+
+static bool in_list(const char *const *list, const char *opt)
+{
+	for (; *list; list++)
+		if (strcmp(*list, opt) == 0)
+			return true;
+	return false;
+}
+
+static bool has_prefix_in(const char *const *list, const char *opt)
+{
+	for (; *list; list++)
+		if (strncmp(opt, *list, strlen(*list)) == 0)
+			return true;
+	return false;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *what)
+{
+	snprintf(err, errlen, fmt, what);
+	return -EINVAL;
+}
+
+static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err, size_t errlen)
+{
+	size_t used = strlen(o->fuse_opts);
+	size_t need = strlen(opt) + (used ? 1 : 0);
+	if (used + need + 1 > sizeof(o->fuse_opts))
+		return fail(err, errlen, "too many mount options (at '%s')", opt);
+	if (used)
+		strcat(o->fuse_opts, ",");
+	strcat(o->fuse_opts, opt);
+	return 0;
+}
+
+/* commit=SECONDS: 0 means the default (5), as on ext4. */
+static int parse_commit(const char *val, struct daemon_options *o, char *err, size_t errlen)
+{
+	char *end;
+	if (!*val)
+		return fail(err, errlen, "commit= needs a number of seconds%s", "");
+	unsigned long secs = strtoul(val, &end, 10);
+	if (*end || val[0] == '-' || secs > 86400)
+		return fail(err, errlen, "bad commit interval '%s' (0..86400 seconds)", val);
+	o->fs.commit_interval_ms = secs ? (unsigned)secs * 1000u : 5000u;
+	return 0;
+}
+
+static int parse_one(const char *opt, struct daemon_options *o, char *err, size_t errlen)
+{
+	if (strncmp(opt, "data=", 5) == 0) {
+		if (strcmp(opt + 5, "ordered") == 0)
+			o->fs.data_mode = JOURNAL_DATA_ORDERED;
+		else if (strcmp(opt + 5, "writeback") == 0)
+			o->fs.data_mode = JOURNAL_DATA_WRITEBACK;
+		else
+			return fail(err, errlen,
+				    "bad data mode '%s' (ordered or writeback)", opt + 5);
+		return 0;
+	}
+	if (strncmp(opt, "commit=", 7) == 0)
+		return parse_commit(opt + 7, o, err, errlen);
+	if (strcmp(opt, "barrier") == 0 || strcmp(opt, "barrier=1") == 0) {
+		o->fs.barrier = true;
+		return 0;
+	}
+	if (strcmp(opt, "nobarrier") == 0 || strcmp(opt, "barrier=0") == 0) {
+		o->fs.barrier = false;
+		return 0;
+	}
+	if (strcmp(opt, "ro") == 0)
+		o->fs.readonly = true;
+	if (strcmp(opt, "rw") == 0)
+		o->fs.readonly = false;
+	if (in_list(ignored, opt))
+		return 0;
+	if (in_list(passthrough, opt) || has_prefix_in(passthrough_prefix, opt))
+		return append_fuse_opt(o, opt, err, errlen);
+	return fail(err, errlen, "unknown mount option '%s'", opt);
+}
+
+int daemon_parse_mount_opts(const char *opts, struct daemon_options *o, char *err,
+			    size_t errlen)
+{
+	char *copy = strdup(opts);
+	if (!copy)
+		return -ENOMEM;
+	int rc = 0;
+	char *save = NULL;
+	for (char *opt = strtok_r(copy, ",", &save); opt && !rc; opt = strtok_r(NULL, ",", &save))
+		rc = parse_one(opt, o, err, errlen);
+	free(copy);
+	return rc;
+}
+
+int daemon_parse_args(int argc, char **argv, struct daemon_options *o, char *err,
+		      size_t errlen)
+{
+	memset(o, 0, sizeof(*o));
+	ordfs_options_default(&o->fs);
+	strcpy(o->fuse_opts, "default_permissions");
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int rc = 0;
+		if (strcmp(a, "-o") == 0) {
+			if (++i >= argc)
+				return fail(err, errlen, "option -o needs a value%s", "");
+			rc = daemon_parse_mount_opts(argv[i], o, err, errlen);
+		} else if (strncmp(a, "-o", 2) == 0) {
+			rc = daemon_parse_mount_opts(a + 2, o, err, errlen);
+		} else if (strcmp(a, "-f") == 0) {
+			o->foreground = true;
+		} else if (strcmp(a, "-d") == 0) {
+			o->debug = o->foreground = true;
+		} else if (strcmp(a, "-s") == 0) {
+			o->single_thread = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			o->show_help = true;
+			return 0;
+		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+			o->show_version = true;
+			return 0;
+		} else if (a[0] == '-' && a[1]) {
+			return fail(err, errlen, "unknown option '%s' (see --help)", a);
+		} else if (!o->image) {
+			o->image = a;
+		} else if (!o->mountpoint) {
+			o->mountpoint = a;
+		} else {
+			return fail(err, errlen, "unexpected argument '%s'", a);
+		}
+		if (rc)
+			return rc;
+	}
+	if (!o->image)
+		return fail(err, errlen, "missing IMAGE (usage: ordfs IMAGE MOUNTPOINT [-o opts])%s",
+			    "");
+	if (!o->mountpoint)
+		return fail(err, errlen, "missing MOUNTPOINT (usage: ordfs IMAGE MOUNTPOINT [-o opts])%s",
+			    "");
+	return 0;
+}

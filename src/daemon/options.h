@@ -1,0 +1,40 @@
+/*
+ * options.h - the daemon's command line and mount options.
+ *
+ * Owns: turning `ordfs IMAGE MOUNTPOINT [-o opts] [-f] [-d] [-s]` into a
+ * struct daemon_options, validating every option before anything is
+ * opened.  Options ordfs understands are consumed; the generic mount
+ * options mount.fuse3 forwards and libfuse's own are passed through to
+ * libfuse; anything else is an error.  Pure: no I/O, unit-tested.
+ */
+#ifndef ORDFS_DAEMON_OPTIONS_H
+#define ORDFS_DAEMON_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../fs.h"
+
+struct daemon_options {
+	const char *image;
+	const char *mountpoint;
+	bool foreground;
+	bool debug;
+	bool single_thread;
+	bool show_help, show_version;
+	struct ordfs_options fs;
+	/* Comma-separated options for libfuse (always includes
+	 * default_permissions, see options.c). */
+	char fuse_opts[1024];
+};
+
+/* Parses argv.  0 on success; otherwise a negative errno and a one-line
+ * reason in err (without a trailing newline). */
+int daemon_parse_args(int argc, char **argv, struct daemon_options *out, char *err,
+		      size_t errlen);
+
+/* Parses one -o string into out (may be called several times). */
+int daemon_parse_mount_opts(const char *opts, struct daemon_options *out, char *err,
+			    size_t errlen);
+
+#endif
