@@ -109,6 +109,10 @@ void blockdev_record_latch_arm(struct blockdev *bd);
 void blockdev_record_latch_release(struct blockdev *bd);
 int blockdev_record_latch_wait_blocked(struct blockdev *bd, unsigned n, unsigned timeout_ms);
 
+/* Latch controlled from outside the process (mounted tests): every flush
+ * waits while the file at path exists. */
+int blockdev_record_latch_file(struct blockdev *bd, const char *path);
+
 /* Fault injection: fail the nth write or flush from now (1 = the next one)
  * with err; 0 disables.  Deterministic by count. */
 void blockdev_record_fail_write(struct blockdev *bd, uint64_t nth, int err);

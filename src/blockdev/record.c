@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "blockdev.h"
 
@@ -30,6 +31,8 @@ struct record_dev {
 
 	uint64_t fail_write_nth, fail_flush_nth;
 	int fail_write_err, fail_flush_err;
+
+	char *latch_path; /* flushes wait while this file exists */
 };
 
 static struct record_dev *to_rec(struct blockdev *bd)
@@ -121,6 +124,11 @@ static int record_flush(struct blockdev *bd)
 	}
 	pthread_mutex_unlock(&r->lock);
 
+	if (r->latch_path) {
+		/* A latch another process controls: poll, holding no lock. */
+		while (access(r->latch_path, F_OK) == 0)
+			usleep(5000);
+	}
 	err = blockdev_flush(r->inner);
 	if (!err && r->log_writes) {
 		pthread_mutex_lock(&r->lock);
@@ -145,6 +153,7 @@ static void record_destroy(struct blockdev *bd)
 	struct record_dev *r = to_rec(bd);
 	blockdev_record_clear_events(bd);
 	free(r->events);
+	free(r->latch_path);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -253,4 +262,17 @@ void blockdev_record_fail_flush(struct blockdev *bd, uint64_t nth, int err)
 	r->fail_flush_nth = nth;
 	r->fail_flush_err = err;
 	pthread_mutex_unlock(&r->lock);
+}
+
+int blockdev_record_latch_file(struct blockdev *bd, const char *path)
+{
+	struct record_dev *r = to_rec(bd);
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	pthread_mutex_lock(&r->lock);
+	free(r->latch_path);
+	r->latch_path = copy;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
 }

@@ -220,10 +220,27 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/* Test hook: ORDFS_TEST_FLUSH_LATCH=PATH makes every flush of the image
+	 * wait while PATH exists (the mounted latch test). */
+	struct blockdev *image_bd = bd;
+	const char *latch = getenv("ORDFS_TEST_FLUSH_LATCH");
+	if (latch && *latch) {
+		struct blockdev *rec;
+		if (blockdev_record_create(image_bd, false, &rec) != 0 ||
+		    blockdev_record_latch_file(rec, latch) != 0) {
+			logmsg(LOG_ERR, "cannot set up the test flush latch");
+			blockdev_destroy(image_bd);
+			return 1;
+		}
+		bd = rec;
+	}
+
 	struct daemon_ctx dctx = { NULL, 1.0, 1.0 };
 	struct fuse_session *se = make_session(&o, &dctx, argv[0]);
 	if (!se) {
-		blockdev_destroy(bd);
+		if (bd != image_bd)
+			blockdev_destroy(bd);
+		blockdev_destroy(image_bd);
 		return 1; /* libfuse said why */
 	}
 	int status = 1;
@@ -264,6 +281,8 @@ out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
-	blockdev_destroy(bd); /* releases the lock */
+	if (bd != image_bd)
+		blockdev_destroy(bd);
+	blockdev_destroy(image_bd); /* releases the lock */
 	return status;
 }

@@ -39,6 +39,9 @@
  *     per record change, so extent_credits() holds for records of any
  *     length; a longer record is trimmed over several changes.
  *  E6 inode->d.blocks = mapped data blocks + tree blocks.
+ *  E7 Mapped blocks of a regular file are data and are freed plainly; those
+ *     of directories and symlinks are metadata blocks the log may hold, so
+ *     they are freed with ALLOC_METADATA (journal_forget, revoke [J6]).
  *
  * Tree blocks are metadata: alloc_blocks() / alloc_free_blocks(ALLOC_METADATA)
  * and journal_get_write_access(JWA_CSUM_HDR) before any change.  Callers hold
@@ -47,6 +50,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "extent.h"
 #include "../fs.h"
@@ -440,6 +444,14 @@ static void keys_fix(struct path *p, unsigned level, uint64_t key)
 	}
 }
 
+/* Frees mapped blocks [E7]. */
+static int free_mapped(struct ordfs *fs, struct handle *h, const struct inode *inode,
+		       uint64_t start, uint32_t len)
+{
+	unsigned flags = S_ISREG(inode->d.mode) ? 0 : ALLOC_METADATA;
+	return alloc_free_blocks(fs->alloc, h, start, len, flags);
+}
+
 static void blocks_sub(struct inode *inode, uint64_t n)
 {
 	inode->d.blocks = inode->d.blocks >= n ? inode->d.blocks - n : 0;
@@ -795,7 +807,7 @@ static int cut_whole(struct ordfs *fs, struct handle *h, struct inode *inode, st
 	if (!err && first_moves)
 		err = keys_access(h, p, u);
 	if (!err)
-		err = alloc_free_blocks(fs->alloc, h, cut_physical(c), cut_len(c), 0);
+		err = free_mapped(fs, h, inode, cut_physical(c), cut_len(c));
 	for (unsigned l = depth; l > u && !err; l--)
 		err = alloc_free_blocks(fs->alloc, h, p->lv[l].blockno, 1, ALLOC_METADATA);
 	if (err)
@@ -824,7 +836,7 @@ static int cut_edge(struct ordfs *fs, struct handle *h, struct inode *inode, str
 	if (!err && first_moves)
 		err = keys_access(h, p, depth);
 	if (!err)
-		err = alloc_free_blocks(fs->alloc, h, cut_physical(c), cut_len(c), 0);
+		err = free_mapped(fs, h, inode, cut_physical(c), cut_len(c));
 	if (err)
 		return err;
 
@@ -851,7 +863,7 @@ static int cut_middle(struct ordfs *fs, struct handle *h, struct inode *inode, s
 	int err = split_prepare(fs, h, p, &plan);
 	if (err)
 		return err;
-	err = alloc_free_blocks(fs->alloc, h, cut_physical(c), cut_len(c), 0);
+	err = free_mapped(fs, h, inode, cut_physical(c), cut_len(c));
 	if (err) {
 		plan_cancel(fs, h, &plan);
 		return err;
