@@ -22,8 +22,10 @@
  *    block 0 is never a non-root leaf) for readdir.
  *
  * readdir cookies: cookie(E) = bucket(E) << 7 | slot, slot = 1 + E's rank
- * among the entries of its bucket in (hash, name) order, capped at 127.
- *  - non-zero (slot >= 1) and < 2^63 (56 + 7 bits);
+ * among the entries of its bucket in (hash, name) order, plus 2 in bucket 0,
+ * capped at 127.
+ *  - non-zero (slot >= 1) and < 2^63 (56 + 7 bits); never 1 or 2, which
+ *    the FUSE glue may give to "." and "..";
  *  - strictly increasing along a pass: entries come in (hash, name) order,
  *    so buckets ascend and ranks within a bucket ascend;
  *  - resuming after c descends once, by hash, to the leaf of bucket c >> 7
@@ -68,6 +70,7 @@
 
 #define DIR_COOKIE_SLOT_BITS 7u
 #define DIR_COOKIE_SLOT_MAX 127u
+#define DIR_COOKIE_RESERVED 2u     /* cookies 1 and 2 never name an entry */
 #define DIR_DTYPE_MAX 15u          /* DT_* fit in 4 bits */
 #define DIR_UNMAP_RECORDS 64u      /* extent records per extent_remove call */
 
@@ -745,9 +748,12 @@ int dir_add(struct ordfs *fs, struct handle *h, struct inode *dir, const char *n
 
 static uint64_t cookie_of(uint64_t hash, uint32_t rank)
 {
-	uint64_t slot = rank + 1 < DIR_COOKIE_SLOT_MAX ? rank + 1 : DIR_COOKIE_SLOT_MAX;
+	uint64_t bucket = dir_bucket(hash);
+	uint64_t slot = (uint64_t)rank + 1 + (bucket == 0 ? DIR_COOKIE_RESERVED : 0);
 
-	return (dir_bucket(hash) << DIR_COOKIE_SLOT_BITS) | slot;
+	if (slot > DIR_COOKIE_SLOT_MAX)
+		slot = DIR_COOKIE_SLOT_MAX;
+	return (bucket << DIR_COOKIE_SLOT_BITS) | slot;
 }
 
 /* Where a walk through the leaf chain stands. */

@@ -17,7 +17,8 @@
  *  - readdir cookies are non-zero, < 2^63, strictly increasing along one
  *    readdir pass, and stay valid while other entries are added or removed
  *    (an entry added or removed meanwhile may or may not be seen, no entry is
- *    seen twice).
+ *    seen twice).  Cookies 1 and 2 never name an entry, so the FUSE glue may
+ *    use them for "." and ".." and resume with dir_readdir(..., 2, ...).
  *  - d.size of a directory is its number of blocks times the block size.
  */
 #ifndef ORDFS_DIR_H

@@ -203,7 +203,7 @@ static int collect_emit(void *ctx, const char *name, size_t len, uint32_t ino, u
 	return 0;
 }
 
-/* A full pass: every name once, cookies non-zero, < 2^63, increasing. */
+/* A full pass: every name once, cookies in (2, 2^63) and increasing. */
 static void list_all(struct dfix *x, struct listing *l, uint32_t expect_n)
 {
 	memset(l, 0, sizeof(*l));
@@ -222,7 +222,7 @@ static void list_all(struct dfix *x, struct listing *l, uint32_t expect_n)
 		}
 		twice += seen[l->idx[k]];
 		seen[l->idx[k]] = 1;
-		bad_cookie += l->cookie[k] == 0 || l->cookie[k] >= (1ull << 63);
+		bad_cookie += l->cookie[k] <= 2 || l->cookie[k] >= (1ull << 63); /* 1, 2: . and .. */
 		disorder += k > 0 && l->cookie[k] <= l->cookie[k - 1];
 	}
 	free(seen);
@@ -697,6 +697,10 @@ START_TEST(test_many_entries)
 
 	/* readdir: all names once, cookie order; resuming gives the rest. */
 	list_all(&x, &all, n);
+	struct expect_ctx after_dots = { &all, 0, 0 }; /* the glue's "." = 1, ".." = 2 */
+	ck_assert_int_eq(dir_readdir(x.fs, x.d, 2, expect_emit, &after_dots), 0);
+	ck_assert_uint_eq(after_dots.bad, 0);
+	ck_assert_uint_eq(after_dots.at, n);
 	for (uint32_t k = 0; k < n; k += 997)
 		check_resume(&x, &all, k);
 	check_resume(&x, &all, n - 1);

@@ -117,16 +117,22 @@ static void efs_finish(struct efs *x)
 
 /* ---- calls under the inode lock, one handle each ---------------------------- */
 
+static int ins_into(struct efs *x, struct inode *inode, uint64_t logical, uint64_t physical,
+		    uint32_t len, uint32_t flags)
+{
+	struct ordfs_extent e = { logical, physical, len, flags };
+	pthread_rwlock_wrlock(&inode->lock);
+	struct handle *h = tfs_start(&x->t, extent_credits(x->t.fs, inode, 1));
+	int err = extent_insert(x->t.fs, h, inode, &e);
+	tfs_stop(h);
+	pthread_rwlock_unlock(&inode->lock);
+	return err;
+}
+
 static int ins(struct efs *x, uint64_t logical, uint64_t physical, uint32_t len,
 	       uint32_t flags)
 {
-	struct ordfs_extent e = { logical, physical, len, flags };
-	pthread_rwlock_wrlock(&x->f->lock);
-	struct handle *h = tfs_start(&x->t, extent_credits(x->t.fs, x->f, 1));
-	int err = extent_insert(x->t.fs, h, x->f, &e);
-	tfs_stop(h);
-	pthread_rwlock_unlock(&x->f->lock);
-	return err;
+	return ins_into(x, x->f, logical, physical, len, flags);
 }
 
 /* Inserts a pool range and records it as mapped. */
@@ -137,14 +143,20 @@ static void ins_ok(struct efs *x, uint64_t logical, uint64_t physical, uint32_t 
 	pool_mark(x, physical, len, POOL_MAPPED);
 }
 
+static int rm_from(struct efs *x, struct inode *inode, uint64_t lblk, uint64_t count,
+		   uint32_t max_records)
+{
+	pthread_rwlock_wrlock(&inode->lock);
+	struct handle *h = tfs_start(&x->t, extent_credits(x->t.fs, inode, max_records));
+	int ret = extent_remove(x->t.fs, h, inode, lblk, count, max_records);
+	tfs_stop(h);
+	pthread_rwlock_unlock(&inode->lock);
+	return ret;
+}
+
 static int rm(struct efs *x, uint64_t lblk, uint64_t count, uint32_t max_records)
 {
-	pthread_rwlock_wrlock(&x->f->lock);
-	struct handle *h = tfs_start(&x->t, extent_credits(x->t.fs, x->f, max_records));
-	int ret = extent_remove(x->t.fs, h, x->f, lblk, count, max_records);
-	tfs_stop(h);
-	pthread_rwlock_unlock(&x->f->lock);
-	return ret;
+	return rm_from(x, x->f, lblk, count, max_records);
 }
 
 /* Removes until the range is a hole; returns the number of calls. */
@@ -858,6 +870,44 @@ START_TEST(test_long_record_removed_in_chunks)
 }
 END_TEST
 
+/* A directory's blocks are metadata the log may hold: unmapping one revokes
+ * it [J6], so replay can never write the old copy over its next owner. */
+START_TEST(test_directory_blocks_freed_as_metadata)
+{
+	struct efs x;
+	efs_setup(&x, 16 << 20, 4096);
+	struct inode *root = tfs_root(&x.t), *d;
+	ck_assert_int_eq(ordfs_mkdir(x.t.fs, root, "d", 0755, &root_cred, &d), 0);
+	inode_put(x.t.fs, root);
+	pool_alloc(&x, 1);
+	uint64_t blocks = d->d.blocks;
+
+	/* A metadata block of d, committed to the log. */
+	struct handle *h = tfs_start(&x.t, 1);
+	struct buf *b;
+	ck_assert_int_eq(bcache_get_new(x.t.fs->cache, x.pool, &b), 0);
+	ck_assert_int_eq(journal_get_write_access(h, b, JWA_CSUM_HDR), 0);
+	ordfs_block_hdr_init(b->data, ORDFS_BT_DIR_LEAF, d->ino, x.pool);
+	bcache_put(x.t.fs->cache, b);
+	tfs_stop(h);
+	ck_assert_int_eq(ins_into(&x, d, 40, x.pool, 1, 0), 0);
+	ck_assert_uint_eq(d->d.blocks, blocks + 1);
+	ck_assert_int_eq(journal_force_commit(x.t.fs->journal), 0);
+
+	struct journal_stats before, after;
+	journal_get_stats(x.t.fs->journal, &before);
+	ck_assert_int_eq(rm_from(&x, d, 40, 1, 4), 0);
+	ck_assert_uint_eq(d->d.blocks, blocks);
+	ck_assert(!alloc_block_in_use(x.t.fs->alloc, x.pool));
+	ck_assert_int_eq(journal_force_commit(x.t.fs->journal), 0);
+	journal_get_stats(x.t.fs->journal, &after);
+	ck_assert_uint_eq(after.revokes_logged, before.revokes_logged + 1);
+	x.pool_state[0] = POOL_FREED;
+	inode_put(x.t.fs, d);
+	efs_finish(&x);
+}
+END_TEST
+
 /* ---- corruption ------------------------------------------------------------- */
 
 static uint8_t *image_block(struct efs *x, uint64_t blockno)
@@ -1143,6 +1193,7 @@ static Suite *extent_suite(void)
 	tcase_add_test(tc, test_remove_shapes);
 	tcase_add_test(tc, test_middle_split_grows_and_shrinks);
 	tcase_add_test(tc, test_long_record_removed_in_chunks);
+	tcase_add_test(tc, test_directory_blocks_freed_as_metadata);
 	tcase_add_test(tc, test_corrupt_tree_block);
 	tcase_add_test(tc, test_walk_stops_on_callback);
 	tcase_add_test(tc, test_concurrent_lookups);
