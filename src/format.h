@@ -323,10 +323,16 @@ static inline void ordfs_inode_location(const struct ordfs_super *sb, uint32_t i
  *   32 records of 16 bytes: u64 lowest hash in child, u64 child logical block
  * Leaf block (type ORDFS_BT_DIR_LEAF), after the common header:
  *   24 u16 count, 26 u16 used bytes of the entry area, 28 u32 next leaf
- *   (logical block, 0 = last), 32 entries, sorted by (hash, name):
+ *   (logical block, 0 = last), 32 entries, sorted by (hash, name bytes,
+ *   shorter name first):
  *     0 u64 hash, 8 u32 inode, 12 u8 file type (DT_*), 13 u8 name length,
  *     14 name bytes; each entry padded to a multiple of 8 bytes.
- * All entries with the same hash live in one leaf.
+ * Buckets: all entries whose hashes agree in the top 56 bits (hash >> 8)
+ * live in one leaf (so equal hashes do too).  Index keys are bucket starts
+ * (low 8 bits zero) and strictly increasing; record 0's key equals the key
+ * the parent holds for the node (0 in the root); children are logical
+ * blocks >= 1 (block 0 is always the root).  readdir cookies are derived
+ * from buckets (src/dir/dir.c).
  */
 #define ORDFS_DIR_NODE_HDR 32u
 #define ORDFS_DIR_INDEX_REC 16u

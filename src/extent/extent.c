@@ -25,10 +25,15 @@
  *     and non-overlapping, inside the parent's key range, lengths and flags
  *     valid, blocks inside the data area; tree blocks also by block header
  *     (type, blockno, owner == inode) and by checksum when they come from
- *     the device.  A block already cached is not checksummed again: the
- *     journal sets checksums in its commit copies, so a block changed in
- *     memory carries a stale one (DESIGN.md, "copy at commit").  Anything
- *     wrong is -EUCLEAN and nothing is changed.
+ *     the device.  Anything wrong is -EUCLEAN and nothing is changed.
+ *     A block already cached is not checksummed again: the journal sets
+ *     checksums in its commit copies, so a block changed in memory carries
+ *     a stale one (DESIGN.md, "copy at commit").  So a block that failed
+ *     its checksum is refused on that read but, while it stays cached, only
+ *     its structure is checked (fsck reads every block fresh).
+ *     Lookups, the hot path, check a cached node's headers and only the
+ *     records they use (every cached node was fully checked when read);
+ *     walks and changes check every node in full.
  *  E3 Walks terminate: depth strictly decreases downward and is at most
  *     EXTENT_MAX_DEPTH, and a block reached twice fails the key-range check
  *     on one of its paths (the ranges of distinct subtrees are disjoint).
@@ -235,10 +240,10 @@ static int index_check(const struct ordfs *fs, const uint8_t *node, bool exact_l
 	return 0;
 }
 
-/* Verifies a node holding cap records whose records must lie in [lo, hi).
- * The root's depth is read from it; any other node's must be want_depth. */
-static int node_check(const struct ordfs *fs, const uint8_t *node, unsigned cap, bool is_root,
-		      unsigned want_depth, uint64_t lo, uint64_t hi)
+/* The node header of a node holding cap records.  The root's depth is read
+ * from it; any other node's must be want_depth. */
+static int node_header_check(const uint8_t *node, unsigned cap, bool is_root,
+			     unsigned want_depth)
 {
 	unsigned n = node_entries(node), depth = node_depth(node);
 
@@ -248,7 +253,17 @@ static int node_check(const struct ordfs *fs, const uint8_t *node, unsigned cap,
 		return -EUCLEAN;
 	if (n == 0 && (!is_root || depth > 0))
 		return -EUCLEAN;
-	if (depth == 0)
+	return 0;
+}
+
+/* The whole node: header and every record, which must lie in [lo, hi). */
+static int node_check(const struct ordfs *fs, const uint8_t *node, unsigned cap, bool is_root,
+		      unsigned want_depth, uint64_t lo, uint64_t hi)
+{
+	int err = node_header_check(node, cap, is_root, want_depth);
+	if (err)
+		return err;
+	if (node_depth(node) == 0)
 		return leaf_check(fs, node, !is_root, lo, hi);
 	return index_check(fs, node, !is_root, lo, hi);
 }
@@ -274,9 +289,11 @@ static int block_header_check(const struct ordfs *fs, const struct inode *inode,
 }
 
 /* Returns tree block blockno, verified as a node of on-disk depth `depth`
- * whose records lie in [lo, hi). */
+ * whose records lie in [lo, hi): in full if it comes from the device or
+ * `full` is set, else its headers only [E2]. */
 static int tree_block_read(struct ordfs *fs, const struct inode *inode, uint64_t blockno,
-			   unsigned depth, uint64_t lo, uint64_t hi, struct buf **out)
+			   unsigned depth, uint64_t lo, uint64_t hi, bool full,
+			   struct buf **out)
 {
 	if (!in_data_area(fs, blockno, 1))
 		return -EUCLEAN;
@@ -288,8 +305,10 @@ static int tree_block_read(struct ordfs *fs, const struct inode *inode, uint64_t
 			return err;
 	}
 	int err = block_header_check(fs, inode, b->data, blockno, fresh);
-	if (!err)
+	if (!err && (fresh || full))
 		err = node_check(fs, b->data + NODE_OFF, block_cap(fs), false, depth, lo, hi);
+	else if (!err)
+		err = node_header_check(b->data + NODE_OFF, block_cap(fs), false, depth);
 	if (err) {
 		bcache_put(fs->cache, b);
 		return err;
@@ -305,6 +324,7 @@ struct path_level {
 	struct buf *b;    /* the tree block; NULL for the root */
 	uint64_t blockno; /* 0 for the root */
 	unsigned cap;
+	uint64_t lo, hi;  /* the node's records lie in [lo, hi) */
 	int idx;          /* index: record followed; leaf: last record <= target or -1 */
 };
 
@@ -341,33 +361,39 @@ static int node_search(const uint8_t *node, uint64_t target)
 }
 
 /* Reads and verifies the path from the root to the leaf that covers
- * target; p holds references until path_release(). */
-static int path_find(struct ordfs *fs, struct inode *inode, uint64_t target, struct path *p)
+ * target; p holds references until path_release().  Without `full`, cached
+ * nodes get the lookup's light check [E2]. */
+static int path_find(struct ordfs *fs, struct inode *inode, uint64_t target, bool full,
+		     struct path *p)
 {
 	int err = root_check(fs, inode);
 	if (err)
 		return err;
 	p->depth = node_depth(inode->d.data);
-	p->lv[0] = (struct path_level){ inode->d.data, NULL, 0, ROOT_CAP, -1 };
+	p->lv[0] = (struct path_level){ inode->d.data, NULL, 0, ROOT_CAP, 0, UINT64_MAX, -1 };
 
-	uint64_t hi = UINT64_MAX;
 	for (unsigned l = 0; l < p->depth; l++) {
 		struct path_level *lv = &p->lv[l];
 		int i = node_search(lv->node, target);
 		lv->idx = i < 0 ? 0 : i; /* before every key: the leftmost child */
 		const uint8_t *r = crec_at(lv->node, (unsigned)lv->idx);
+		uint64_t lo = rec_key(r), hi = lv->hi;
 		if ((unsigned)lv->idx + 1 < node_entries(lv->node))
 			hi = rec_key(crec_at(lv->node, (unsigned)lv->idx + 1));
 
 		struct buf *b;
-		err = tree_block_read(fs, inode, idx_child(r), p->depth - l - 1, rec_key(r), hi, &b);
+		err = tree_block_read(fs, inode, idx_child(r), p->depth - l - 1, lo, hi, full, &b);
+		if (!err && (lo < lv->lo || lo >= hi)) { /* light check: the key used */
+			bcache_put(fs->cache, b);
+			err = -EUCLEAN;
+		}
 		if (err) {
 			p->depth = l;
 			path_release(fs, p);
 			return err;
 		}
 		p->lv[l + 1] = (struct path_level){ b->data + NODE_OFF, b, idx_child(r),
-						    block_cap(fs), -1 };
+						    block_cap(fs), lo, hi, -1 };
 	}
 	p->lv[p->depth].idx = node_search(p->lv[p->depth].node, target);
 	return 0;
@@ -564,7 +590,8 @@ static void root_grow(struct ordfs *fs, struct inode *inode, struct path *p,
 	node_set_entries(root, 1);
 
 	memmove(&p->lv[2], &p->lv[1], p->depth * sizeof(p->lv[0]));
-	p->lv[1] = (struct path_level){ child, b, blockno, block_cap(fs), p->lv[0].idx };
+	p->lv[1] = (struct path_level){ child, b, blockno, block_cap(fs), 0, UINT64_MAX,
+					p->lv[0].idx };
 	p->lv[0].idx = 0;
 	p->depth++;
 }
@@ -698,7 +725,7 @@ static int merge_into_next_leaf(struct ordfs *fs, struct handle *h, struct inode
 		return 0;
 
 	struct path q;
-	int err = path_find(fs, inode, ext_end(e), &q);
+	int err = path_find(fs, inode, ext_end(e), true, &q);
 	if (err)
 		return err;
 	struct ordfs_extent right;
@@ -729,7 +756,7 @@ int extent_insert(struct ordfs *fs, struct handle *h, struct inode *inode,
 	if (!extent_fields_valid(fs, e))
 		return -EINVAL;
 	struct path p;
-	int err = path_find(fs, inode, e->logical, &p);
+	int err = path_find(fs, inode, e->logical, true, &p);
 	if (err)
 		return err;
 	err = check_hole(&p, e);
@@ -751,21 +778,34 @@ int extent_insert(struct ordfs *fs, struct handle *h, struct inode *inode,
 
 /* ---- lookup ---------------------------------------------------------------- */
 
+/* The lookup's light check of the leaf records it uses [E2]. */
+static bool leaf_record_sane(const struct ordfs *fs, const struct path *p,
+			     const struct ordfs_extent *e)
+{
+	const struct path_level *leaf = &p->lv[p->depth];
+	return extent_fields_valid(fs, e) && e->logical >= leaf->lo && ext_end(e) <= leaf->hi;
+}
+
 int extent_lookup(struct ordfs *fs, struct inode *inode, uint64_t lblk,
 		  struct ordfs_extent *ext)
 {
 	struct path p;
-	int err = path_find(fs, inode, lblk, &p);
+	int err = path_find(fs, inode, lblk, false, &p);
 	if (err)
 		return err;
 	int found = 0;
 	if (p.lv[p.depth].idx >= 0) {
 		path_leaf_extent(&p, ext);
-		found = lblk - ext->logical < ext->len;
+		if (!leaf_record_sane(fs, &p, ext))
+			found = -EUCLEAN;
+		else
+			found = lblk - ext->logical < ext->len;
 	}
-	if (!found) {
+	if (found == 0) {
 		uint64_t next = path_next_mapped(&p);
 		uint64_t gap = next == NO_NEXT ? UINT64_MAX - lblk : next - lblk;
+		if (next <= lblk)
+			found = -EUCLEAN;
 		if (gap > ORDFS_EXT_MAX_LEN)
 			gap = ORDFS_EXT_MAX_LEN;
 		*ext = (struct ordfs_extent){ lblk, 0, gap ? (uint32_t)gap : 1, 0 };
@@ -891,7 +931,7 @@ static int cut_middle(struct ordfs *fs, struct handle *h, struct inode *inode, s
 static int find_last_in_range(struct ordfs *fs, struct inode *inode, uint64_t lblk,
 			      uint64_t end, struct path *p, struct ordfs_extent *r)
 {
-	int err = path_find(fs, inode, end - 1, p);
+	int err = path_find(fs, inode, end - 1, true, p);
 	if (err)
 		return err;
 	if (p->lv[p->depth].idx >= 0) {
@@ -943,7 +983,7 @@ static int tree_shrink(struct ordfs *fs, struct handle *h, struct inode *inode)
 		uint64_t blockno = idx_child(r);
 		struct buf *b;
 		int err = tree_block_read(fs, inode, blockno, node_depth(root) - 1, rec_key(r),
-					  UINT64_MAX, &b);
+					  UINT64_MAX, true, &b);
 		if (err)
 			return err;
 		const uint8_t *child = b->data + NODE_OFF;
@@ -1036,7 +1076,7 @@ static int walk_child(struct walk *w, const uint8_t *node, unsigned i, unsigned 
 	uint64_t blockno = idx_child(r);
 	struct buf *b;
 	int err = tree_block_read(w->fs, w->inode, blockno, node_depth(node) - 1, rec_key(r),
-				  child_hi, &b);
+				  child_hi, true, &b);
 	if (err == -EUCLEAN) {
 		w->bad = true;
 		return w->ops->node_cb ? w->ops->node_cb(w->ops->ctx, blockno, level + 1, 1) : 0;

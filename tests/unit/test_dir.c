@@ -697,7 +697,7 @@ START_TEST(test_many_entries)
 
 	/* readdir: all names once, cookie order; resuming gives the rest. */
 	list_all(&x, &all, n);
-	struct expect_ctx after_dots = { &all, 0, 0 }; /* the glue's "." = 1, ".." = 2 */
+	struct expect_ctx after_dots = { &all, 0, 0 }; /* 1, 2 are free for "." and ".." */
 	ck_assert_int_eq(dir_readdir(x.fs, x.d, 2, expect_emit, &after_dots), 0);
 	ck_assert_uint_eq(after_dots.bad, 0);
 	ck_assert_uint_eq(after_dots.at, n);
