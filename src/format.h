@@ -72,6 +72,8 @@
 /* ---- checksums -------------------------------------------------------- */
 
 uint32_t ordfs_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The table-driven path, whatever the CPU has (tests compare the two). */
+uint32_t ordfs_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 
 /* ---- superblock (block 0, bytes 0..1023; backup in the last block) ----- */
 /*

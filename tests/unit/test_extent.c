@@ -1084,6 +1084,77 @@ START_TEST(test_corrupt_tree_block)
 }
 END_TEST
 
+/* Whatever a lookup returns is an error or a sane answer about lblk. */
+static void expect_sane_lookup(struct efs *x, uint64_t lblk)
+{
+	const struct ordfs_super *sb = &x->t.fs->sb;
+	struct ordfs_extent e;
+	int ret = look(x, lblk, &e);
+	ck_assert(ret == -EUCLEAN || ret == 0 || ret == 1);
+	if (ret == 1) {
+		ck_assert_uint_le(e.logical, lblk);
+		ck_assert_uint_gt(e.logical + e.len, lblk);
+		ck_assert_uint_ge(e.physical, sb->data_start);
+		ck_assert_uint_le(e.physical + e.len, sb->block_count - 1);
+		ck_assert_uint_le(e.flags, ORDFS_EXT_UNWRITTEN);
+	} else if (ret == 0) {
+		ck_assert_uint_eq(e.logical, lblk);
+		ck_assert_uint_ge(e.len, 1);
+	}
+}
+
+/* Random damage to the records of a leaf and to the root: lookups (fresh
+ * and cached) and walks return -EUCLEAN or sane answers, never crash. */
+START_TEST(test_fuzzed_tree_never_crashes)
+{
+	struct efs x;
+	efs_setup(&x, 16 << 20, 1024);
+	const uint32_t n = 150;
+	pool_alloc(&x, n);
+	for (uint32_t k = 0; k < n; k++)
+		ins_ok(&x, 3ull * k, x.pool + k, 1 + k % 2, 0);
+	ck_assert_uint_eq(extent_depth(x.f), 1);
+	struct tree_view v;
+	ck_assert_int_eq(view_load(&x, &v), 0);
+	uint64_t leaf = v.ext_leaf[view_leaf_start(&v, 1)];
+	view_free(&v);
+
+	uint32_t bs = x.t.fs->block_size;
+	uint8_t *blk = image_block(&x, leaf), *saved = malloc(bs);
+	uint8_t root_saved[ORDFS_INODE_DATA_LEN];
+	drop_cache(&x);
+	memcpy(saved, blk, bs);
+	memcpy(root_saved, x.f->d.data, sizeof(root_saved));
+	uint64_t seed = 4242;
+	for (int round = 0; round < 300; round++) {
+		bool in_root = round % 4 == 3;
+		int flips = 1 + (int)(rng_next(&seed) % 4);
+		for (int i = 0; i < flips; i++) {
+			uint64_t rnd = rng_next(&seed);
+			if (in_root)
+				x.f->d.data[rnd % ORDFS_INODE_DATA_LEN] ^= (uint8_t)(1u << (rnd >> 32) % 8);
+			else
+				blk[24 + 2 + rnd % (8 + 24 * 48 - 2)] ^= (uint8_t)(1u << (rnd >> 32) % 8);
+		}
+		if (!in_root)
+			reseal(&x, blk);
+		bcache_shrink(x.t.fs->cache);
+		for (int pass = 0; pass < 2; pass++) /* fresh, then cached */
+			for (uint64_t l = 0; l < 3ull * n + 3; l += 7)
+				expect_sane_lookup(&x, l + (uint64_t)round % 7);
+		int err = view_load(&x, &v);
+		ck_assert(err == 0 || err == -EUCLEAN);
+		view_free(&v);
+		memcpy(blk, saved, bs);
+		memcpy(x.f->d.data, root_saved, sizeof(root_saved));
+		bcache_shrink(x.t.fs->cache);
+	}
+	free(saved);
+	expect_blocks_consistent(&x);
+	efs_finish(&x);
+}
+END_TEST
+
 struct stop_ctx {
 	unsigned nodes, exts, stop_after;
 	int node_ret;
@@ -1200,6 +1271,7 @@ static Suite *extent_suite(void)
 	tcase_add_test(tc, test_long_record_removed_in_chunks);
 	tcase_add_test(tc, test_directory_blocks_freed_as_metadata);
 	tcase_add_test(tc, test_corrupt_tree_block);
+	tcase_add_test(tc, test_fuzzed_tree_never_crashes);
 	tcase_add_test(tc, test_walk_stops_on_callback);
 	tcase_add_test(tc, test_concurrent_lookups);
 	suite_add_tcase(s, tc);
