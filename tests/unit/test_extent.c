@@ -1110,9 +1110,9 @@ START_TEST(test_fuzzed_tree_never_crashes)
 	struct efs x;
 	efs_setup(&x, 16 << 20, 1024);
 	const uint32_t n = 150;
-	pool_alloc(&x, n);
+	pool_alloc(&x, 2 * n);
 	for (uint32_t k = 0; k < n; k++)
-		ins_ok(&x, 3ull * k, x.pool + k, 1 + k % 2, 0);
+		ins_ok(&x, 3ull * k, x.pool + 2 * k, 1 + k % 2, 0);
 	ck_assert_uint_eq(extent_depth(x.f), 1);
 	struct tree_view v;
 	ck_assert_int_eq(view_load(&x, &v), 0);
@@ -1134,7 +1134,7 @@ START_TEST(test_fuzzed_tree_never_crashes)
 			if (in_root)
 				x.f->d.data[rnd % ORDFS_INODE_DATA_LEN] ^= (uint8_t)(1u << (rnd >> 32) % 8);
 			else
-				blk[24 + 2 + rnd % (8 + 24 * 48 - 2)] ^= (uint8_t)(1u << (rnd >> 32) % 8);
+				blk[24 + 2 + rnd % (bs - 24 - 2)] ^= (uint8_t)(1u << (rnd >> 32) % 8);
 		}
 		if (!in_root)
 			reseal(&x, blk);
