@@ -497,7 +497,7 @@ START_TEST(test_huge_logical_offsets)
 
 	ins_ok(&x, 5, r, 1, 0);
 	ins_ok(&x, g, r + 1, 1, 0);
-	ins_ok(&x, g + 1, r + 2, 2, 0); /* merges across the 2^32 boundary's neighbour */
+	ins_ok(&x, g + 1, r + 2, 2, 0); /* left merge with the record at 2^32 */
 	ins_ok(&x, 3 * g, r + 10, 4, 0);
 	ins_ok(&x, (1ull << 46) + 7, r + 20, 1, 0);
 	ins_ok(&x, (1ull << 48) - 3, r + 30, 3, 0); /* ends exactly at 2^48 */
@@ -519,7 +519,7 @@ START_TEST(test_huge_logical_offsets)
 	expect_blocks_consistent(&x);
 	efs_remount(&x);
 	for (uint32_t k = 0; k < 60; k++)
-		expect_mapped(&x, (5ull << 36) + k * (1ull << 34) , (5ull << 36) + k * (1ull << 34),
+		expect_mapped(&x, (5ull << 36) + k * (1ull << 34), (5ull << 36) + k * (1ull << 34),
 			      r + 100 + k, 1, 0);
 	expect_mapped(&x, g, g, r + 1, 3, 0);
 
