@@ -217,6 +217,18 @@ int ordfs_lookup(struct ordfs *fs, struct inode *dir, const char *name, struct i
 	return inode_get(fs, ino, out);
 }
 
+/* What every change of a name in dir needs: a writable filesystem, a
+ * directory, a valid name. */
+static int check_change_in_dir(struct ordfs *fs, struct inode *dir, const char *name,
+			       size_t len)
+{
+	if (!fs->journal)
+		return -EROFS;
+	if (!is_dir(dir))
+		return -ENOTDIR;
+	return dir_check_name(name, len);
+}
+
 static int create_common(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
 			 const struct ordfs_cred *cred, struct inode **out)
 {
@@ -225,11 +237,7 @@ static int create_common(struct ordfs *fs, struct inode *dir, const char *name, 
 	struct inode *child = NULL;
 	struct handle *h;
 
-	if (!fs->journal)
-		return -EROFS;
-	if (!is_dir(dir))
-		return -ENOTDIR;
-	int err = dir_check_name(name, len);
+	int err = check_change_in_dir(fs, dir, name, len);
 	if (err)
 		return err;
 
@@ -340,11 +348,7 @@ static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, 
 	struct inode *child = NULL;
 	struct handle *h;
 
-	if (!fs->journal)
-		return -EROFS;
-	if (!is_dir(dir))
-		return -ENOTDIR;
-	int err = dir_check_name(name, len);
+	int err = check_change_in_dir(fs, dir, name, len);
 	if (err)
 		return err;
 

@@ -26,7 +26,9 @@ static struct file_dev *to_file(struct blockdev *bd)
 	return (struct file_dev *)bd;
 }
 
-static int file_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
+/* Moves len bytes at off with pread or pwrite, retrying EINTR and short
+ * transfers; never past the end of the device. */
+static int transfer(struct blockdev *bd, void *buf, size_t len, uint64_t off, bool write)
 {
 	struct file_dev *f = to_file(bd);
 	uint8_t *p = buf;
@@ -34,7 +36,8 @@ static int file_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 	if (off > bd->size || len > bd->size - off)
 		return -EIO;
 	while (len > 0) {
-		ssize_t n = pread(f->fd, p, len, (off_t)off);
+		ssize_t n = write ? pwrite(f->fd, p, len, (off_t)off)
+				  : pread(f->fd, p, len, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -48,26 +51,14 @@ static int file_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+static int file_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
+{
+	return transfer(bd, buf, len, off, false);
+}
+
 static int file_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
 {
-	struct file_dev *f = to_file(bd);
-	const uint8_t *p = buf;
-
-	if (off > bd->size || len > bd->size - off)
-		return -EIO;
-	while (len > 0) {
-		ssize_t n = pwrite(f->fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return transfer(bd, (void *)buf, len, off, true);
 }
 
 static int file_flush(struct blockdev *bd)

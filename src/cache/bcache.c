@@ -140,6 +140,21 @@ static void evict_excess(struct bcache *c)
 	}
 }
 
+/* The cached buffer for blockno in its slot, with a reference taken, or
+ * NULL.  c->lock held. */
+static struct buf *find_and_hold(struct bcache *c, struct buf **slot, uint64_t blockno)
+{
+	for (struct buf *b = *slot; b; b = b->hash_next) {
+		if (b->blockno == blockno) {
+			if (b->refcount++ == 0)
+				lru_remove(c, b);
+			c->stats.hits++;
+			return b;
+		}
+	}
+	return NULL;
+}
+
 /* Finds or creates the buffer for blockno with a reference taken. */
 static int lookup_or_create(struct bcache *c, uint64_t blockno, struct buf **out)
 {
@@ -148,17 +163,12 @@ static int lookup_or_create(struct bcache *c, uint64_t blockno, struct buf **out
 
 	pthread_mutex_lock(&c->lock);
 	struct buf **slot = hash_slot(c, blockno);
-	for (struct buf *b = *slot; b; b = b->hash_next) {
-		if (b->blockno == blockno) {
-			if (b->refcount++ == 0)
-				lru_remove(c, b);
-			c->stats.hits++;
-			pthread_mutex_unlock(&c->lock);
-			*out = b;
-			return 0;
-		}
-	}
+	struct buf *hit = find_and_hold(c, slot, blockno);
 	pthread_mutex_unlock(&c->lock);
+	if (hit) {
+		*out = hit;
+		return 0;
+	}
 
 	/* Allocate outside the lock, then insert unless someone beat us. */
 	struct buf *nb = calloc(1, sizeof(*nb));
@@ -174,16 +184,12 @@ static int lookup_or_create(struct bcache *c, uint64_t blockno, struct buf **out
 	pthread_mutex_init(&nb->io_lock, NULL);
 
 	pthread_mutex_lock(&c->lock);
-	for (struct buf *b = *slot; b; b = b->hash_next) {
-		if (b->blockno == blockno) {
-			if (b->refcount++ == 0)
-				lru_remove(c, b);
-			c->stats.hits++;
-			pthread_mutex_unlock(&c->lock);
-			buf_free(nb);
-			*out = b;
-			return 0;
-		}
+	hit = find_and_hold(c, slot, blockno);
+	if (hit) {
+		pthread_mutex_unlock(&c->lock);
+		buf_free(nb);
+		*out = hit;
+		return 0;
 	}
 	nb->hash_next = *slot;
 	*slot = nb;

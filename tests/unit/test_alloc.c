@@ -3,6 +3,7 @@
  * filesystem: claims, marks, frees that become reusable only after their
  * transaction commits [J5], reservations, ENOSPC, inode allocation.
  */
+#include "suite_main.h"
 #include <stdlib.h>
 
 #include "helpers.h"
@@ -172,9 +173,5 @@ static Suite *alloc_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(alloc_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(alloc_suite());
 }

@@ -2,6 +2,7 @@
  * test_atime.c - the access-time policy over a table of cases, including
  * the 24-hour boundary and clocks far in the past and future.
  */
+#include "suite_main.h"
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -94,9 +95,5 @@ static Suite *atime_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(atime_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(atime_suite());
 }

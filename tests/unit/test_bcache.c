@@ -2,6 +2,7 @@
  * test_bcache.c - the metadata buffer cache: one read per block, hits,
  * eviction of unreferenced buffers only, failed reads not cached.
  */
+#include "suite_main.h"
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -150,9 +151,5 @@ static Suite *bcache_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(bcache_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(bcache_suite());
 }

@@ -1,6 +1,7 @@
 /*
  * test_blockdev.c - the block device backends and the recording wrapper.
  */
+#include "suite_main.h"
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -140,9 +141,5 @@ static Suite *blockdev_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(blockdev_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(blockdev_suite());
 }

@@ -4,6 +4,7 @@
  * look valid) and expects the matching problem code; a clean image has no
  * problems.
  */
+#include "suite_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,9 +219,5 @@ static Suite *check_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(check_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(check_suite());
 }

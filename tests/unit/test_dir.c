@@ -10,6 +10,7 @@
  * directory to the same rules fsck does.  Tests are single-threaded, so
  * they call the dir functions without taking dir->lock.
  */
+#include "suite_main.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1103,9 +1104,5 @@ static Suite *dir_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(dir_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(dir_suite());
 }

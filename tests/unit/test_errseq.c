@@ -1,6 +1,7 @@
 /*
  * test_errseq.c - per-open-file error reporting (Linux errseq semantics).
  */
+#include "suite_main.h"
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -60,9 +61,5 @@ static Suite *errseq_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(errseq_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(errseq_suite());
 }

@@ -12,6 +12,7 @@
  * checker sees a consistent image: every pool block is mapped, freed by
  * extent_remove, or freed by the test before unmount.
  */
+#include "suite_main.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1280,9 +1281,5 @@ static Suite *extent_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(extent_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(extent_suite());
 }

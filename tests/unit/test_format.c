@@ -1,6 +1,7 @@
 /*
  * test_format.c - encoders, decoders and checksums of format.h.
  */
+#include "suite_main.h"
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -248,9 +249,5 @@ static Suite *format_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(format_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(format_suite());
 }

@@ -4,6 +4,7 @@
  * latched flush that must not stop other inodes, orphans, rename, ENOSPC.
  * Every test ends with the checker.
  */
+#include "suite_main.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,9 +512,5 @@ static Suite *fs_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(fs_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(fs_suite());
 }

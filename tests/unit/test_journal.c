@@ -7,6 +7,7 @@
  * HOME on.  A crash is modelled by copying the image bytes at a point where
  * the journal is quiescent, then running recovery on the copy.
  */
+#include "suite_main.h"
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -472,9 +473,5 @@ static Suite *journal_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(journal_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(journal_suite());
 }

@@ -10,6 +10,7 @@
  * superblock before the metadata areas are durable, and a mkfs that fails
  * half way never leaves a valid-looking superblock.
  */
+#include "suite_main.h"
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -576,9 +577,5 @@ static Suite *mkfs_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mkfs_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(mkfs_suite());
 }

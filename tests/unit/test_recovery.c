@@ -14,6 +14,7 @@
  * commit), sealed (tail checksums, chained CRC, commit fields), optionally
  * damaged by the test, then written at a log position, wrapping.
  */
+#include "suite_main.h"
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -1354,9 +1355,5 @@ static Suite *recovery_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(recovery_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(recovery_suite());
 }
