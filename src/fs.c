@@ -116,6 +116,43 @@ int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool ba
 	return err;
 }
 
+/* Writes back delayed data every commit interval, so data written without
+ * fsync reaches the image within about two intervals (ext3's ordered mode
+ * behaviour; ext4 waits up to 30 s). */
+static void *writeback_main(void *arg)
+{
+	struct ordfs *fs = arg;
+	pthread_mutex_lock(&fs->writeback_lock);
+	while (!fs->writeback_stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec +
+			      (uint64_t)(fs->opts.commit_interval_ms % 1000) * 1000000u;
+		ts.tv_sec += fs->opts.commit_interval_ms / 1000 + (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		pthread_cond_timedwait(&fs->writeback_cond, &fs->writeback_lock, &ts);
+		if (fs->writeback_stop)
+			break;
+		pthread_mutex_unlock(&fs->writeback_lock);
+		(void)file_writeback_all(fs); /* errors stay with the pages */
+		pthread_mutex_lock(&fs->writeback_lock);
+	}
+	pthread_mutex_unlock(&fs->writeback_lock);
+	return NULL;
+}
+
+static void writeback_thread_stop(struct ordfs *fs)
+{
+	if (!fs->writeback_started)
+		return;
+	pthread_mutex_lock(&fs->writeback_lock);
+	fs->writeback_stop = true;
+	pthread_cond_broadcast(&fs->writeback_cond);
+	pthread_mutex_unlock(&fs->writeback_lock);
+	pthread_join(fs->writeback_thread, NULL);
+	fs->writeback_started = false;
+}
+
 static void fs_free(struct ordfs *fs)
 {
 	inode_cache_destroy(fs->icache);
@@ -124,6 +161,8 @@ static void fs_free(struct ordfs *fs)
 	pthread_mutex_destroy(&fs->sb_lock);
 	pthread_mutex_destroy(&fs->orphan_lock);
 	pthread_mutex_destroy(&fs->rename_lock);
+	pthread_mutex_destroy(&fs->writeback_lock);
+	pthread_cond_destroy(&fs->writeback_cond);
 	free(fs);
 }
 
@@ -194,6 +233,8 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	pthread_mutex_init(&fs->sb_lock, NULL);
 	pthread_mutex_init(&fs->orphan_lock, NULL);
 	pthread_mutex_init(&fs->rename_lock, NULL);
+	pthread_mutex_init(&fs->writeback_lock, NULL);
+	pthread_cond_init(&fs->writeback_cond, NULL);
 
 	int err = ordfs_read_super(bd, false, &fs->sb, &reason);
 	if (err)
@@ -254,6 +295,9 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 			reason = "cannot free the inodes on the orphan list (run fsck.ordfs)";
 			goto fail_journal;
 		}
+		if (opts->commit_interval_ms &&
+		    pthread_create(&fs->writeback_thread, NULL, writeback_main, fs) == 0)
+			fs->writeback_started = true;
 	}
 	*out = fs;
 	return 0;
@@ -291,6 +335,7 @@ int ordfs_unmount(struct ordfs *fs)
 {
 	int err = 0;
 
+	writeback_thread_stop(fs);
 	if (fs->journal) {
 		err = file_writeback_all(fs);
 		int jerr = journal_close(fs->journal);

@@ -59,6 +59,13 @@ struct ordfs {
 	pthread_mutex_t orphan_lock;  /* orphan list: sb.orphan_head, next_orphan */
 	pthread_mutex_t rename_lock;  /* directory renames across parents */
 	uint64_t dirty_pages;         /* delayed pages fs-wide (atomic) */
+
+	/* Periodic writeback of delayed data (every commit interval). */
+	pthread_t writeback_thread;
+	bool writeback_started;
+	bool writeback_stop;          /* writeback_lock */
+	pthread_mutex_t writeback_lock;
+	pthread_cond_t writeback_cond;
 	uint64_t dirty_limit_pages;   /* writers write back beyond this */
 };
 

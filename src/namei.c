@@ -557,6 +557,17 @@ int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
 		goto out;
 
 	lock_pair(rc.src, rc.dst);
+	if (rc.dst && S_ISREG(rc.src->d.mode) && file_has_dirty(rc.src)) {
+		/* auto_da_alloc, as ext4: "write a new file, rename it over the
+		 * old one" without fsync must never leave an empty file.  The
+		 * new file's data is written (and its allocation recorded) before
+		 * the rename's handle, so the rename commits after it [J1]. */
+		err = file_writeback_locked(fs, rc.src);
+		if (err) {
+			unlock_pair(rc.src, rc.dst);
+			goto out;
+		}
+	}
 	struct handle *h;
 	err = journal_start(fs->journal, 2 * dir_credits(fs, newdir) + 12, &h);
 	if (!err) {

@@ -13,8 +13,23 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "file.h"
 
 static const struct ordfs_cred root_cred = { 0, 0 };
+
+static int count_dirty(struct ordfs *fs, struct inode *inode, void *ctx)
+{
+	(void)fs;
+	*(int *)ctx += file_has_dirty(inode);
+	return 0;
+}
+
+static int file_has_dirty_any(struct ordfs *fs)
+{
+	int n = 0;
+	inode_cache_for_each(fs, count_dirty, &n);
+	return n;
+}
 
 static struct inode *make_file(struct test_fs *t, struct inode *dir, const char *name)
 {
@@ -491,6 +506,70 @@ START_TEST(test_minimum_journal_long_sequence)
 }
 END_TEST
 
+/* "Write a new file, rename it over the old one" without fsync: after a
+ * crash the name holds the old or the new content in full, never an empty
+ * file (ext4's auto_da_alloc). */
+START_TEST(test_replace_via_rename_without_fsync)
+{
+	struct test_fs t;
+	tfs_setup(&t, 32 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	uint8_t oldc[10000], newc[12345];
+	fill_pattern(oldc, sizeof(oldc), 21);
+	fill_pattern(newc, sizeof(newc), 22);
+	struct inode *f = make_file(&t, root, "config");
+	write_all(&t, f, oldc, sizeof(oldc), 0);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	inode_put(t.fs, f);
+
+	f = make_file(&t, root, "config.tmp");
+	write_all(&t, f, newc, sizeof(newc), 0);
+	inode_put(t.fs, f);
+	ck_assert_int_eq(ordfs_rename(t.fs, root, "config.tmp", root, "config", 0), 0);
+	/* The periodic commit happens; nobody called fsync. */
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	inode_put(t.fs, root);
+
+	tfs_crash(&t);
+	tfs_mount(&t);
+	expect_content(&t, "config", newc, sizeof(newc));
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+/* Data written without fsync reaches the image with the periodic
+ * writeback, within a couple of commit intervals. */
+START_TEST(test_periodic_writeback_without_fsync)
+{
+	struct test_fs t;
+	tfs_setup(&t, 32 << 20, 4096, 0);
+	tfs_unmount(&t);
+	t.opts.commit_interval_ms = 50;
+	tfs_mount(&t);
+	struct inode *root = tfs_root(&t);
+	uint8_t data[30000];
+	fill_pattern(data, sizeof(data), 23);
+	struct inode *f = make_file(&t, root, "unsynced");
+	write_all(&t, f, data, sizeof(data), 0);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	/* Wait for writeback + a commit, bounded. */
+	for (int i = 0; i < 200; i++) {
+		struct journal_stats st;
+		journal_get_stats(t.fs->journal, &st);
+		if (file_has_dirty_any(t.fs) == 0 && st.commits >= 2)
+			break;
+		usleep(20000);
+	}
+	usleep(200000);
+	tfs_crash(&t);
+	t.opts.commit_interval_ms = 0;
+	tfs_mount(&t);
+	expect_content(&t, "unsynced", data, sizeof(data));
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 static Suite *fs_suite(void)
 {
 	Suite *s = suite_create("fs");
@@ -506,6 +585,8 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_enospc_reported_by_write);
 	tcase_add_test(tc, test_refused_mounts_leave_image_untouched);
 	tcase_add_test(tc, test_minimum_journal_long_sequence);
+	tcase_add_test(tc, test_replace_via_rename_without_fsync);
+	tcase_add_test(tc, test_periodic_writeback_without_fsync);
 	suite_add_tcase(s, tc);
 	return s;
 }
