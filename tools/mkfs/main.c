@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/fs.h>
@@ -646,10 +647,26 @@ static int write_filesystem(const struct mkfs_options *o, const struct target *t
 	return 0;
 }
 
+/* True if a running ordfs daemon (or fsck.ordfs) holds the image's lock.
+ * A file that does not exist yet is not in use. */
+static bool image_in_use(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	close(fd); /* drops our lock, if we got it */
+	return busy;
+}
+
 static int make_filesystem(const struct mkfs_options *o, const struct target *t,
 			   const struct ordfs_super *sb)
 {
 	bool created;
+	if (image_in_use(o->image)) {
+		fprintf(stderr, "mkfs.ordfs: %s: image is in use (mounted by ordfs?)\n", o->image);
+		return -1;
+	}
 	if (prepare_file(o, t, &created))
 		return -1;
 	if (write_filesystem(o, t, sb)) {
