@@ -271,6 +271,8 @@ struct ordfs_extent {
 #define ORDFS_INODE_ROOT_EXTENTS \
 	((ORDFS_INODE_DATA_LEN - ORDFS_EXTENT_NODE_HDR) / ORDFS_EXTENT_REC)
 #define ORDFS_FAST_SYMLINK_MAX (ORDFS_INODE_DATA_LEN - 1u)
+#define ORDFS_SYMLINK_MAX 4095u /* PATH_MAX - 1 */
+#define ORDFS_LINK_MAX 65000u   /* as ext4 */
 
 #define ORDFS_INODE_FAST_SYMLINK 0x1u /* target stored in data[] */
 #define ORDFS_INODE_ORPHAN 0x2u       /* on the orphan list */

@@ -198,7 +198,7 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 		pthread_mutex_unlock(&ic->lock);
 		return;
 	}
-	if (inode->d.links == 0 && !inode->evicting && fs->journal) {
+	if (inode->d.links == 0 && inode->d.mode != 0 && !inode->evicting && fs->journal) {
 		/* Last reference to an unlinked inode: free it on disk.  Callers
 		 * never hold a handle here [J8]. */
 		inode->evicting = true;

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <stdio.h>
+#include <linux/fs.h>
 
 #include "fs.h"
 #include "file.h"
@@ -142,8 +144,8 @@ void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
 	int err = 0;
 	if (S_ISREG(inode->d.mode))
 		err = ordfs_truncate_locked(fs, inode, 0);
-	else /* directories and long symlinks: their blocks are metadata */
-		err = ordfs_unmap_from(fs, inode, 0);
+	else if (!(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
+		err = ordfs_unmap_from(fs, inode, 0); /* directory, long symlink: metadata */
 	if (!err) {
 		struct handle *h;
 		err = journal_start(fs->journal, 8, &h);
@@ -229,8 +231,80 @@ static int check_change_in_dir(struct ordfs *fs, struct inode *dir, const char *
 	return dir_check_name(name, len);
 }
 
-static int create_common(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
-			 const struct ordfs_cred *cred, struct inode **out)
+/* What a new inode is made of besides its mode. */
+struct new_inode {
+	uint16_t mode;
+	uint32_t rdev;        /* device nodes */
+	const char *target;   /* symlinks */
+};
+
+/* Stores a symlink's target: in the inode when short, else in blocks of
+ * its own, journaled like directory blocks.  Under h. */
+static int store_symlink_target(struct ordfs *fs, struct handle *h, struct inode *link,
+				const char *target)
+{
+	size_t len = strlen(target);
+	link->d.size = len;
+	link->size = len;
+	if (len <= ORDFS_FAST_SYMLINK_MAX) {
+		memset(link->d.data, 0, sizeof(link->d.data));
+		memcpy(link->d.data, target, len);
+		link->d.flags |= ORDFS_INODE_FAST_SYMLINK;
+		return 0;
+	}
+	uint32_t nblocks = (uint32_t)((len + fs->block_size - 1) / fs->block_size);
+	for (uint32_t i = 0; i < nblocks; i++) {
+		uint64_t blk;
+		uint32_t got;
+		int err = alloc_blocks(fs->alloc, h, 0, 1, 0, &blk, &got);
+		if (err)
+			return err;
+		struct ordfs_extent e = { i, blk, 1, 0 };
+		err = extent_insert(fs, h, link, &e);
+		if (err)
+			return err;
+		struct buf *b;
+		err = bcache_get_new(fs->cache, blk, &b);
+		if (err)
+			return err;
+		err = journal_get_write_access(h, b, 0);
+		if (!err) {
+			size_t off = (size_t)i * fs->block_size;
+			size_t n = len - off < fs->block_size ? len - off : fs->block_size;
+			memcpy(b->data, target + off, n);
+		}
+		bcache_put(fs->cache, b);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static uint32_t symlink_credits(struct ordfs *fs, const char *target)
+{
+	if (!target || strlen(target) <= ORDFS_FAST_SYMLINK_MAX)
+		return 0;
+	uint32_t n = (uint32_t)((strlen(target) + fs->block_size - 1) / fs->block_size);
+	return n * (2 + 2 * 4 + alloc_credits(fs->alloc, 1));
+}
+
+/* Owner, group and set-group-ID of a new inode, as Linux's
+ * inode_init_owner(): in a set-group-ID directory the group is the
+ * directory's and new directories inherit the bit. */
+static void init_owner(struct inode *child, const struct inode *dir, const struct ordfs_cred *cred)
+{
+	child->d.uid = cred->uid;
+	child->d.gid = cred->gid;
+	if (dir->d.mode & S_ISGID) {
+		child->d.gid = dir->d.gid;
+		if (S_ISDIR(child->d.mode))
+			child->d.mode |= S_ISGID;
+	}
+}
+
+static int create_common(struct ordfs *fs, struct inode *dir, const char *name,
+			 const struct new_inode *ni, const struct ordfs_cred *cred,
+			 struct inode **out)
 {
 	size_t len = strlen(name);
 	uint32_t existing;
@@ -251,33 +325,44 @@ static int create_common(struct ordfs *fs, struct inode *dir, const char *name, 
 		err = err ? err : -EEXIST;
 		goto out_unlock;
 	}
-	err = journal_start(fs->journal, dir_credits(fs, dir) + 6, &h);
+	err = journal_start(fs->journal, dir_credits(fs, dir) + 6 + symlink_credits(fs, ni->target),
+			    &h);
 	if (err)
 		goto out_unlock;
-	err = inode_create(fs, h, dir->ino + 1, mode, cred->uid, cred->gid, &child);
+	err = inode_create(fs, h, dir->ino + 1, ni->mode, cred->uid, cred->gid, &child);
 	if (err)
 		goto out_stop;
-	if (S_ISDIR(mode)) {
+	init_owner(child, dir, cred);
+	child->d.rdev = ni->rdev;
+	if (S_ISDIR(ni->mode)) {
 		child->d.links = 2;
 		child->d.parent = dir->ino;
 	} else {
 		child->d.links = 1;
 	}
-	err = dir_add(fs, h, dir, name, len, child->ino, dtype_of(mode));
+	if (ni->target)
+		err = store_symlink_target(fs, h, child, ni->target);
+	if (!err)
+		err = dir_add(fs, h, dir, name, len, child->ino, dtype_of(ni->mode));
 	if (err) {
-		/* Nothing points at the new inode yet: give it back. */
-		int ferr = alloc_free_inode(fs->alloc, h, child->ino);
-		child->d.links = 0;
-		child->d.mode = 0;
-		if (!ferr)
-			ferr = inode_write(fs, h, child, INODE_WRITE_DATASYNC);
-		if (ferr)
-			abort_half_done(fs, ferr);
+		/* Nothing points at the new inode: give it back, or abort if
+		 * blocks were already added to it. */
+		if (child->d.blocks) {
+			abort_half_done(fs, err);
+		} else {
+			int ferr = alloc_free_inode(fs->alloc, h, child->ino);
+			child->d.links = 0;
+			child->d.mode = 0;
+			if (!ferr)
+				ferr = inode_write(fs, h, child, INODE_WRITE_DATASYNC);
+			if (ferr)
+				abort_half_done(fs, ferr);
+		}
 		goto out_stop;
 	}
 	err = inode_write(fs, h, child, INODE_WRITE_DATASYNC);
 	if (!err) {
-		if (S_ISDIR(mode))
+		if (S_ISDIR(ni->mode))
 			dir->d.links++;
 		touch_dir(dir);
 		err = inode_write(fs, h, dir, INODE_WRITE_DATASYNC);
@@ -302,17 +387,89 @@ out_unlock:
 int ordfs_mkdir(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
 		const struct ordfs_cred *cred, struct inode **out)
 {
-	return create_common(fs, dir, name, (uint16_t)(S_IFDIR | (mode & 07777)), cred, out);
+	struct new_inode ni = { (uint16_t)(S_IFDIR | (mode & 07777)), 0, NULL };
+	return create_common(fs, dir, name, &ni, cred, out);
 }
 
 int ordfs_create(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
 		 const struct ordfs_cred *cred, struct inode **out)
 {
-	if (S_ISDIR(mode))
+	if (S_ISDIR(mode) || S_ISLNK(mode))
 		return -EINVAL;
 	if ((mode & S_IFMT) == 0)
 		mode |= S_IFREG;
-	return create_common(fs, dir, name, mode, cred, out);
+	struct new_inode ni = { mode, 0, NULL };
+	return create_common(fs, dir, name, &ni, cred, out);
+}
+
+int ordfs_mknod(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		uint32_t rdev, const struct ordfs_cred *cred, struct inode **out)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
+		break;
+	case 0:
+		mode |= S_IFREG;
+		break;
+	default:
+		return -EINVAL;
+	}
+	struct new_inode ni = { mode, (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0, NULL };
+	return create_common(fs, dir, name, &ni, cred, out);
+}
+
+int ordfs_symlink(struct ordfs *fs, struct inode *dir, const char *name, const char *target,
+		  const struct ordfs_cred *cred, struct inode **out)
+{
+	size_t len = strlen(target);
+	if (len == 0)
+		return -ENOENT; /* as Linux: an empty target is refused */
+	if (len > ORDFS_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	struct new_inode ni = { S_IFLNK | 0777, 0, target };
+	return create_common(fs, dir, name, &ni, cred, out);
+}
+
+ssize_t ordfs_readlink(struct ordfs *fs, struct inode *link, char *buf, size_t size)
+{
+	if (!S_ISLNK(link->d.mode))
+		return -EINVAL;
+	pthread_rwlock_rdlock(&link->lock);
+	uint64_t len = link->d.size;
+	ssize_t result;
+	if (len == 0 || len > ORDFS_SYMLINK_MAX) {
+		result = -EUCLEAN;
+	} else if (link->d.flags & ORDFS_INODE_FAST_SYMLINK) {
+		result = len > ORDFS_FAST_SYMLINK_MAX ? -EUCLEAN : (ssize_t)len;
+		if (result > 0)
+			memcpy(buf, link->d.data, len < size ? len : size);
+	} else {
+		result = (ssize_t)len;
+		for (uint64_t off = 0; off < len && off < size && result > 0; off += fs->block_size) {
+			struct ordfs_extent e;
+			int found = extent_lookup(fs, link, off / fs->block_size, &e);
+			if (found != 1) {
+				result = found < 0 ? found : -EUCLEAN;
+				break;
+			}
+			struct buf *b;
+			int err = bcache_read(fs->cache, e.physical + (off / fs->block_size - e.logical),
+					      &b);
+			if (err) {
+				result = err;
+				break;
+			}
+			size_t n = len - off < fs->block_size ? (size_t)(len - off) : fs->block_size;
+			if (off + n > size)
+				n = size - (size_t)off;
+			memcpy(buf + off, b->data, n);
+			bcache_put(fs->cache, b);
+		}
+	}
+	pthread_rwlock_unlock(&link->lock);
+	if (result > (ssize_t)size)
+		result = (ssize_t)size; /* truncated, as readlink(2) */
+	return result;
 }
 
 int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_emit_fn emit,
@@ -323,6 +480,54 @@ int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_em
 	pthread_rwlock_rdlock(&dir->lock);
 	int err = dir_readdir(fs, dir, cookie, emit, ctx);
 	pthread_rwlock_unlock(&dir->lock);
+	return err;
+}
+
+/* ---- link -------------------------------------------------------------------- */
+
+int ordfs_link(struct ordfs *fs, struct inode *inode, struct inode *newdir, const char *newname)
+{
+	size_t len = strlen(newname);
+	uint32_t existing;
+	int err = check_change_in_dir(fs, newdir, newname, len);
+	if (err)
+		return err;
+	if (is_dir(inode))
+		return -EPERM;
+
+	pthread_rwlock_wrlock(&newdir->lock);
+	pthread_rwlock_wrlock(&inode->lock);
+	if (newdir->d.links == 0 || inode->d.links == 0) {
+		err = -ENOENT; /* the directory or the file was removed */
+	} else if (inode->d.links >= ORDFS_LINK_MAX) {
+		err = -EMLINK;
+	} else {
+		err = dir_lookup(fs, newdir, newname, len, &existing, NULL);
+		err = err == -ENOENT ? 0 : err ? err : -EEXIST;
+	}
+	if (!err) {
+		struct handle *h;
+		err = journal_start(fs->journal, dir_credits(fs, newdir) + 4, &h);
+		if (!err) {
+			err = dir_add(fs, h, newdir, newname, len, inode->ino,
+				      dtype_of(inode->d.mode));
+			if (!err) {
+				inode->d.links++;
+				inode->d.ctime = ordfs_now();
+				touch_dir(newdir);
+				err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+				if (!err)
+					err = inode_write(fs, h, newdir, INODE_WRITE_DATASYNC);
+				if (err)
+					abort_half_done(fs, err);
+			}
+			int serr = journal_stop(h);
+			if (!err)
+				err = serr;
+		}
+	}
+	pthread_rwlock_unlock(&inode->lock);
+	pthread_rwlock_unlock(&newdir->lock);
 	return err;
 }
 
@@ -499,6 +704,62 @@ static int rename_apply(struct ordfs *fs, struct handle *h, struct rename_ctx *r
 	return err;
 }
 
+/* RENAME_EXCHANGE: both names exist; neither directory may end up inside
+ * itself. */
+static int exchange_checks(struct ordfs *fs, struct rename_ctx *rc)
+{
+	if (rc->dst == rc->olddir || rc->dst == rc->newdir || rc->src == rc->newdir ||
+	    rc->src == rc->olddir)
+		return -EINVAL;
+	if (rc->olddir == rc->newdir)
+		return 0;
+	int err = 0;
+	if (is_dir(rc->src))
+		err = check_not_ancestor(fs, rc->src, rc->newdir);
+	if (!err && is_dir(rc->dst))
+		err = check_not_ancestor(fs, rc->dst, rc->olddir);
+	return err;
+}
+
+/* Swaps two names atomically: each entry now points at the other inode;
+ * directories moved across parents take their ".." and link counts along. */
+static int exchange_apply(struct ordfs *fs, struct handle *h, struct rename_ctx *rc)
+{
+	int err = dir_replace(fs, h, rc->olddir, rc->oldname, rc->oldlen, rc->dst->ino,
+			      dtype_of(rc->dst->d.mode));
+	if (err)
+		return err; /* nothing changed yet */
+	err = dir_replace(fs, h, rc->newdir, rc->newname, rc->newlen, rc->src->ino,
+			  dtype_of(rc->src->d.mode));
+	if (!err && rc->olddir != rc->newdir) {
+		if (is_dir(rc->src)) {
+			rc->src->d.parent = rc->newdir->ino;
+			rc->olddir->d.links--;
+			rc->newdir->d.links++;
+		}
+		if (is_dir(rc->dst)) {
+			rc->dst->d.parent = rc->olddir->ino;
+			rc->newdir->d.links--;
+			rc->olddir->d.links++;
+		}
+	}
+	struct ordfs_timespec now = ordfs_now();
+	rc->src->d.ctime = rc->dst->d.ctime = now;
+	touch_dir(rc->olddir);
+	touch_dir(rc->newdir);
+	if (!err)
+		err = inode_write(fs, h, rc->src, INODE_WRITE_DATASYNC);
+	if (!err)
+		err = inode_write(fs, h, rc->dst, INODE_WRITE_DATASYNC);
+	if (!err)
+		err = inode_write(fs, h, rc->olddir, INODE_WRITE_DATASYNC);
+	if (!err && rc->newdir != rc->olddir)
+		err = inode_write(fs, h, rc->newdir, INODE_WRITE_DATASYNC);
+	if (err)
+		abort_half_done(fs, err);
+	return err;
+}
+
 static void lock_pair(struct inode *a, struct inode *b)
 {
 	if (!b || a == b) {
@@ -525,8 +786,10 @@ int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
 	uint32_t ino;
 	int err;
 
-	if (flags)
-		return -EINVAL; /* RENAME_NOREPLACE/EXCHANGE come with the POSIX issue */
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL; /* RENAME_WHITEOUT is for overlay filesystems */
+	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+		return -EINVAL;
 	if (!fs->journal)
 		return -EROFS;
 	if (!is_dir(olddir) || !is_dir(newdir))
@@ -549,10 +812,14 @@ int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
 		else if (err == -ENOENT)
 			err = 0;
 	}
+	if (!err && rc.dst && (flags & RENAME_NOREPLACE))
+		err = -EEXIST;
+	if (!err && !rc.dst && (flags & RENAME_EXCHANGE))
+		err = -ENOENT;
 	if (!err && rc.dst == rc.src)
 		goto out; /* same inode: nothing to do, as POSIX says */
 	if (!err)
-		err = rename_checks(fs, &rc);
+		err = (flags & RENAME_EXCHANGE) ? exchange_checks(fs, &rc) : rename_checks(fs, &rc);
 	if (err)
 		goto out;
 
@@ -571,7 +838,7 @@ int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
 	struct handle *h;
 	err = journal_start(fs->journal, 2 * dir_credits(fs, newdir) + 12, &h);
 	if (!err) {
-		err = rename_apply(fs, h, &rc);
+		err = (flags & RENAME_EXCHANGE) ? exchange_apply(fs, h, &rc) : rename_apply(fs, h, &rc);
 		int serr = journal_stop(h);
 		if (!err)
 			err = serr;

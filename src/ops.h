@@ -37,6 +37,18 @@ int ordfs_mkdir(struct ordfs *fs, struct inode *dir, const char *name, uint16_t 
 /* Creates a regular file (or another non-directory type via mode). */
 int ordfs_create(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
 		 const struct ordfs_cred *cred, struct inode **out);
+/* Regular files, FIFOs, sockets and device nodes (rdev for the last two). */
+int ordfs_mknod(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		uint32_t rdev, const struct ordfs_cred *cred, struct inode **out);
+/* Targets of 1..ORDFS_SYMLINK_MAX bytes (-ENAMETOOLONG beyond). */
+int ordfs_symlink(struct ordfs *fs, struct inode *dir, const char *name, const char *target,
+		  const struct ordfs_cred *cred, struct inode **out);
+/* Copies up to size bytes of the target (no NUL); returns the bytes copied. */
+ssize_t ordfs_readlink(struct ordfs *fs, struct inode *link, char *buf, size_t size);
+/* A new name for a non-directory (-EPERM for directories, -EMLINK past
+ * ORDFS_LINK_MAX links). */
+int ordfs_link(struct ordfs *fs, struct inode *inode, struct inode *newdir,
+	       const char *newname);
 int ordfs_unlink(struct ordfs *fs, struct inode *dir, const char *name);
 int ordfs_rmdir(struct ordfs *fs, struct inode *dir, const char *name);
 int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,

@@ -165,6 +165,73 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		inode_put(ctx_of(req)->fs, child);
 }
 
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	struct inode *dir = get_inode(req, parent), *child;
+	if (!dir)
+		return;
+	struct ordfs_cred cred = cred_of(req);
+	int err = ordfs_mknod(ctx_of(req)->fs, dir, name, (uint16_t)mode, (uint32_t)rdev, &cred,
+			      &child);
+	inode_put(ctx_of(req)->fs, dir);
+	if (err)
+		reply_result(req, err);
+	else
+		reply_entry(req, child);
+}
+
+static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
+		       const char *name)
+{
+	struct inode *dir = get_inode(req, parent), *child;
+	if (!dir)
+		return;
+	struct ordfs_cred cred = cred_of(req);
+	int err = ordfs_symlink(ctx_of(req)->fs, dir, name, target, &cred, &child);
+	inode_put(ctx_of(req)->fs, dir);
+	if (err)
+		reply_result(req, err);
+	else
+		reply_entry(req, child);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t node)
+{
+	struct inode *link = get_inode(req, node);
+	if (!link)
+		return;
+	char buf[ORDFS_SYMLINK_MAX + 1];
+	ssize_t n = ordfs_readlink(ctx_of(req)->fs, link, buf, ORDFS_SYMLINK_MAX);
+	inode_put(ctx_of(req)->fs, link);
+	if (n < 0) {
+		reply_result(req, (int)n);
+		return;
+	}
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t node, fuse_ino_t newparent, const char *newname)
+{
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	struct inode *dir = get_inode(req, newparent);
+	if (!dir) {
+		inode_put(ctx_of(req)->fs, inode);
+		return;
+	}
+	int err = ordfs_link(ctx_of(req)->fs, inode, dir, newname);
+	inode_put(ctx_of(req)->fs, dir);
+	if (err) {
+		inode_put(ctx_of(req)->fs, inode);
+		reply_result(req, err);
+		return;
+	}
+	reply_entry(req, inode); /* the new name is a lookup: keep the reference */
+}
+
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct inode *dir = get_inode(req, parent);
@@ -505,6 +572,10 @@ const struct fuse_lowlevel_ops ordfs_fuse_ops = {
 	.getattr = op_getattr,
 	.setattr = op_setattr,
 	.mkdir = op_mkdir,
+	.mknod = op_mknod,
+	.symlink = op_symlink,
+	.readlink = op_readlink,
+	.link = op_link,
 	.create = op_create,
 	.unlink = op_unlink,
 	.rmdir = op_rmdir,

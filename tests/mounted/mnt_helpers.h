@@ -1,0 +1,153 @@
+/*
+ * mnt_helpers.h - fixtures for the mounted tests: the real daemon on a real
+ * image, driven through ordinary system calls.
+ *
+ * Owns: where the binaries are (ORDFS_BIN, MKFS_BIN from meson), the
+ * per-program temporary root (/tmp/ordfs-mnt.XXXXXX) and one directory per
+ * test inside it (image, mountpoint, daemon logs), starting and stopping
+ * daemons, running commands with their stderr captured, the checker run
+ * on the image after every unmount, and the content patterns tests write.
+ *
+ * Rules:
+ *  - A program skips (exit 77, one line saying why) only when /dev/fuse is
+ *    missing or cannot be opened; anything else that goes wrong fails.
+ *  - Every test that mounts ends with mnt_stop() + mnt_check(): the daemon
+ *    must exit 0 after `fusermount3 -u`, and the checker must find no
+ *    problem on a clean image.
+ *  - A failing test leaves its mounts and daemons behind (Check's child
+ *    exits at the failed assertion); mnt_run_suite() then unmounts
+ *    everything under the root lazily, kills the daemons it started there
+ *    and removes the root, so one failure never wedges the next program.
+ */
+#ifndef ORDFS_MNT_HELPERS_H
+#define ORDFS_MNT_HELPERS_H
+
+#include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* ---- assertions on system calls ------------------------------------- */
+
+/* expr must not be -1; the message carries errno. */
+#define MNT_OK(expr)                                                                   \
+	do {                                                                           \
+		errno = 0;                                                             \
+		long mnt_ok_rc_ = (long)(expr);                                        \
+		ck_assert_msg(mnt_ok_rc_ != -1, "%s failed: %s", #expr, strerror(errno)); \
+	} while (0)
+
+/* expr must fail with errno e. */
+#define MNT_FAILS(expr, e)                                                             \
+	do {                                                                           \
+		errno = 0;                                                             \
+		long mnt_fails_rc_ = (long)(expr);                                     \
+		int mnt_fails_errno_ = errno;                                          \
+		ck_assert_msg(mnt_fails_rc_ == -1 && mnt_fails_errno_ == (e),          \
+			      "%s: expected %s, got rc %ld (%s)", #expr, strerror(e),  \
+			      mnt_fails_rc_, strerror(mnt_fails_errno_));              \
+	} while (0)
+
+/* ---- programs and the temporary root ---------------------------------- */
+
+/* Paths of the built daemon and mkfs (ORDFS_BIN, MKFS_BIN). */
+const char *mnt_ordfs_bin(void);
+const char *mnt_mkfs_bin(void);
+/* The program's temporary root directory. */
+const char *mnt_root(void);
+
+/* main() of a mounted test program: skip without FUSE, make the root,
+ * set umask 0 (modes in tests are exactly what they ask for), run the
+ * suite verbosely, clean up.  Returns the exit code. */
+int mnt_run_suite(Suite *s);
+
+/* ---- one test's filesystem -------------------------------------------- */
+
+struct mnt {
+	char dir[PATH_MAX];        /* the test's own directory */
+	char image[PATH_MAX];      /* dir/image */
+	char mountpoint[PATH_MAX]; /* dir/mnt */
+	char log[PATH_MAX];        /* stderr of the current -f daemon */
+	pid_t daemon;              /* the -f daemon, 0 when none runs */
+	unsigned starts;           /* daemons started so far */
+};
+
+/* Makes the test directory and an image of size (mkfs.ordfs syntax, e.g.
+ * "64M") with mkfs.ordfs -q. */
+void mnt_setup(struct mnt *m, const char *size);
+/* Starts `ordfs IMAGE MOUNTPOINT -f [-o opts]` (opts may be NULL) with
+ * envvar ("NAME=VALUE", may be NULL) added to its environment, and waits
+ * until the mount is live. */
+void mnt_start_env(struct mnt *m, const char *opts, const char *envvar);
+void mnt_start(struct mnt *m, const char *opts);
+/* fusermount3 -u; the daemon must exit 0 and the mount be gone. */
+void mnt_stop(struct mnt *m);
+/* Runs the checker on the image: no problem, superblock clean, journal
+ * empty. */
+void mnt_check(struct mnt *m);
+/* mnt_stop (if a daemon runs) + mnt_check + remove the test directory. */
+void mnt_finish(struct mnt *m);
+/* Path under the mountpoint (printf format); the result lives in one of
+ * a few rotating static buffers. */
+const char *mnt_path(struct mnt *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Path under the test directory (outside the mount). */
+const char *mnt_host_path(struct mnt *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Does path have another st_dev than its parent directory? */
+bool mnt_is_live(const char *mountpoint);
+/* Waits until mountpoint is live: 0, -ETIMEDOUT, or -ECHILD if daemon
+ * (when > 0) exited first (its status in *status). */
+int mnt_wait_live(const char *mountpoint, pid_t daemon, unsigned timeout_ms, int *status);
+/* Waits for pid to exit: 0 and the wait status, or -ETIMEDOUT. */
+int mnt_wait_pid(pid_t pid, unsigned timeout_ms, int *status);
+/* Waits until nobody holds the image's flock (a daemon that detached
+ * has exited): 0 or -ETIMEDOUT. */
+int mnt_wait_unlocked(const char *image, unsigned timeout_ms);
+/* Prints a file (a daemon log) to stderr, prefixed. */
+void mnt_dump_file(const char *path, const char *prefix);
+/* Whole contents of a host file (malloc'd, NUL-terminated), or NULL. */
+char *mnt_slurp(const char *path, size_t *len);
+
+/* ---- running commands ------------------------------------------------- */
+
+struct mnt_run_result {
+	int status;      /* exit code; 128 + signal if killed */
+	char err[4096];  /* stderr (truncated) */
+	size_t err_len;
+	unsigned lines;  /* newline count of stderr */
+};
+
+/* Runs argv[0] (a path) to completion with stderr captured and stdout to
+ * /dev/null; envvar ("NAME=VALUE") is added to its environment. */
+void mnt_run(char *const argv[], const char *envvar, struct mnt_run_result *r);
+/* fusermount3 -u [-z] mountpoint; returns its exit status. */
+int mnt_fusermount_u(const char *mountpoint, bool lazy);
+
+/* ---- content patterns ------------------------------------------------- */
+
+/* Byte at offset off of the content named by seed. */
+uint8_t mnt_pattern_byte(uint64_t seed, uint64_t off);
+void mnt_pattern_fill(void *buf, size_t len, uint64_t seed, uint64_t off);
+/* Index of the first byte that differs from the pattern, or len. */
+size_t mnt_pattern_mismatch(const void *buf, size_t len, uint64_t seed, uint64_t off);
+
+/* Writes len bytes of pattern seed to path (created/truncated, mode). */
+void mnt_write_pattern(const char *path, size_t len, uint64_t seed, mode_t mode);
+/* Asserts that path holds exactly len bytes of pattern seed. */
+void mnt_expect_pattern(const char *path, size_t len, uint64_t seed);
+
+/* write/read everything or fail the test. */
+void mnt_write_all(int fd, const void *buf, size_t len);
+void mnt_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+size_t mnt_read_full(int fd, void *buf, size_t len); /* stops at EOF */
+
+/* Monotonic clock in milliseconds. */
+uint64_t mnt_now_ms(void);
+
+#endif
