@@ -12,7 +12,11 @@
  *    reachable never has to wait for it, and a commit carries no other
  *    file's data: fsync of one file writes one file.
  *  - Pages over blocks already mapped are written in place (not ordered,
- *    as in jbd2) before the commit that fsync waits for.
+ *    as in jbd2) before the commit that fsync waits for.  Over UNWRITTEN
+ *    blocks (fallocate) the data is written in place first and only then
+ *    does a handle mark the blocks written, raising d.size past them: the
+ *    conversion makes the data reachable, so it is ordered like an
+ *    allocation [J1].  A page over an unwritten block starts from zeros.
  *  - inode->size is the size users see; d.size (on disk) becomes
  *    inode->size once the data below it is written back.
  *  - Dirty pages are bounded fs-wide (fs->dirty_limit_pages): a writer
@@ -255,16 +259,53 @@ unclaim:
 	return err;
 }
 
-/* Writes a run of pages over mapped blocks in place.  Returns pages done. */
-static int64_t writeback_mapped(struct ordfs *fs, struct page **v, uint32_t n,
-				const struct ordfs_extent *ext)
+/* Gives the mapped blocks [lblk, lblk + count) the extent flags `flags`,
+ * in as few handles as the journal allows.  Each handle also raises d.size
+ * to disk_size (if larger), so no written block is ever past d.size. */
+int file_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint64_t count,
+			  uint32_t flags, uint64_t disk_size)
+{
+	uint32_t per_handle = 8; /* record changes; a range inside one record needs 5 */
+	while (per_handle > 2 &&
+	       extent_credits(fs, inode, per_handle) > journal_max_credits(fs->journal))
+		per_handle /= 2;
+	for (;;) {
+		struct handle *h;
+		int err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
+		if (err)
+			return err;
+		int more = extent_set_flags(fs, h, inode, lblk, count, flags, per_handle);
+		if (more >= 0 && disk_size > inode->d.size) {
+			inode->d.size = disk_size;
+			err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+		}
+		int serr = journal_stop(h);
+		if (more < 0)
+			return more;
+		if (err || serr)
+			return err ? err : serr;
+		if (more == 0)
+			return 0;
+	}
+}
+
+/* Writes a run of pages over mapped blocks in place.  Over an unwritten
+ * extent the data goes first, then a handle marks the blocks written
+ * (and moves d.size past them): the conversion is what makes the data
+ * visible, so like an allocation it must not commit before the data is
+ * written [J1].  Returns pages done. */
+static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct page **v,
+				uint32_t n, const struct ordfs_extent *ext)
 {
 	uint64_t off_in_ext = v[0]->lblk - ext->logical;
 	uint64_t room = ext->len - off_in_ext;
 	uint32_t len = n < room ? n : (uint32_t)room;
-	if (ext->flags & ORDFS_EXT_UNWRITTEN)
-		return -EOPNOTSUPP; /* fallocate comes with the POSIX issue */
 	int err = write_run(fs, v, len, ext->physical + off_in_ext);
+	if (!err && (ext->flags & ORDFS_EXT_UNWRITTEN)) {
+		uint64_t end = (v[0]->lblk + len) * fs->block_size;
+		err = file_set_extent_flags(fs, inode, v[0]->lblk, len, 0,
+					    end < inode->size ? end : inode->size);
+	}
 	return err ? (int64_t)err : (int64_t)len;
 }
 
@@ -312,8 +353,10 @@ int file_writeback_locked(struct ordfs *fs, struct inode *inode)
 		} else {
 			struct ordfs_extent ext;
 			int found = extent_lookup(fs, inode, v[i]->lblk, &ext);
-			done = found < 0 ? found : found == 0 ? -EUCLEAN
-							     : writeback_mapped(fs, v + i, len, &ext);
+			if (found == 1)
+				done = writeback_mapped(fs, inode, v + i, len, &ext);
+			else
+				done = found < 0 ? found : -EUCLEAN;
 			if (found == 1)
 				goal = ext.physical + ext.len;
 		}
@@ -452,7 +495,7 @@ static int zero_tail_of_last_block(struct ordfs *fs, struct inode *inode, uint64
 	return err;
 }
 
-static int drop_pages_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
+int file_drop_pages(struct ordfs *fs, struct inode *inode, uint64_t first, uint64_t end)
 {
 	struct page **v;
 	uint64_t n;
@@ -460,13 +503,47 @@ static int drop_pages_from(struct ordfs *fs, struct inode *inode, uint64_t first
 	if (err)
 		return err;
 	for (uint64_t i = 0; i < n; i++)
-		if (v[i]->lblk >= first_lblk)
+		if (v[i]->lblk >= first && v[i]->lblk < end)
 			page_remove(fs, inode, v[i]);
 	free(v);
 	return 0;
 }
 
-int ordfs_unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
+int file_page_blocks(struct inode *inode, uint64_t **out, uint64_t *n)
+{
+	struct page **v;
+	int err = collect_pages(inode, &v, n);
+	if (err)
+		return err;
+	uint64_t *lblks = malloc((*n ? *n : 1) * sizeof(*lblks));
+	for (uint64_t i = 0; lblks && i < *n; i++)
+		lblks[i] = v[i]->lblk;
+	free(v);
+	if (!lblks)
+		return -ENOMEM;
+	*out = lblks;
+	return 0;
+}
+
+int file_zero_partial(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint32_t from,
+		      uint32_t to)
+{
+	struct page *page = page_find(inode, lblk);
+	if (!page) {
+		struct ordfs_extent ext;
+		int mapped = extent_lookup(fs, inode, lblk, &ext);
+		if (mapped <= 0 || (ext.flags & ORDFS_EXT_UNWRITTEN))
+			return mapped < 0 ? mapped : 0; /* reads as zeros already */
+		int err = page_get(fs, inode, lblk, false, &page);
+		if (err)
+			return err;
+	}
+	memset(page->data + from, 0, to - from);
+	return 0;
+}
+
+int ordfs_unmap_range(struct ordfs *fs, struct inode *inode, uint64_t first_lblk,
+		      uint64_t count)
 {
 	/* As many records per handle as the journal allows, up to 16. */
 	uint32_t per_handle = 16;
@@ -478,8 +555,7 @@ int ordfs_unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
 		int err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
 		if (err)
 			return err;
-		int more = extent_remove(fs, h, inode, first_lblk, UINT64_MAX - first_lblk,
-					 per_handle);
+		int more = extent_remove(fs, h, inode, first_lblk, count, per_handle);
 		int serr = journal_stop(h);
 		if (more < 0)
 			return more;
@@ -488,6 +564,11 @@ int ordfs_unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
 		if (more == 0)
 			return 0;
 	}
+}
+
+int ordfs_unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
+{
+	return ordfs_unmap_range(fs, inode, first_lblk, UINT64_MAX - first_lblk);
 }
 
 int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
@@ -499,7 +580,7 @@ int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
 		return -EFBIG;
 	if (size < inode->size) {
 		uint64_t keep_blocks = (size + bs - 1) / bs;
-		err = drop_pages_from(fs, inode, keep_blocks);
+		err = file_drop_pages(fs, inode, keep_blocks, UINT64_MAX);
 		if (!err)
 			err = zero_tail_of_last_block(fs, inode, size);
 		if (!err) {

@@ -35,6 +35,26 @@ int file_writeback_locked(struct ordfs *fs, struct inode *inode);
 /* Writes back every dirty inode in the cache (sync, unmount). */
 int file_writeback_all(struct ordfs *fs);
 
+/* Space management (fallocate.c).  inode->lock held exclusively, no handle,
+ * unless said otherwise. */
+/* The logical blocks that have pages, sorted (malloc'd; a shared lock is
+ * enough). */
+int file_page_blocks(struct inode *inode, uint64_t **out, uint64_t *n);
+/* Drops the pages of blocks [first, end), giving back their reservations. */
+int file_drop_pages(struct ordfs *fs, struct inode *inode, uint64_t first, uint64_t end);
+/* Zeroes bytes [from, to) of block lblk if it holds data (a page or a
+ * written block), through its page, written back like any data. */
+int file_zero_partial(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint32_t from,
+		      uint32_t to);
+/* Gives the mapped blocks [lblk, lblk + count) extent flags `flags`
+ * (extent_set_flags) in bounded handles, raising d.size to disk_size in each. */
+int file_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint64_t count,
+			  uint32_t flags, uint64_t disk_size);
+/* Unmaps (and frees) the blocks [first_lblk, first_lblk + count), a bounded
+ * number of extent records per handle. */
+int ordfs_unmap_range(struct ordfs *fs, struct inode *inode, uint64_t first_lblk,
+		      uint64_t count);
+
 /* Unmaps (and frees) every block from first_lblk on, a bounded number of
  * extent records per handle.  inode->lock held exclusively, no handle. */
 int ordfs_unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk);

@@ -103,4 +103,23 @@ int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync);
 /* Writes back all dirty data and commits (ordfsctl sync, unmount). */
 int ordfs_sync(struct ordfs *fs);
 
+/* ---- space (fallocate.c / file.c) -------------------------------------- */
+
+/* fallocate(2), mode from <linux/falloc.h> (also in <fcntl.h>):
+ * 0 or FALLOC_FL_KEEP_SIZE preallocates the holes as unwritten extents
+ * (reads as zeros); FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE unmaps;
+ * FALLOC_FL_ZERO_RANGE [| FALLOC_FL_KEEP_SIZE] makes the range read as zeros,
+ * preallocated.  Without KEEP_SIZE the size grows to off + len.  Errors:
+ * -EINVAL (len 0, off or len negative as off_t), -EOPNOTSUPP (other modes,
+ * PUNCH_HOLE without KEEP_SIZE or with ZERO_RANGE), -EISDIR, -ESPIPE (FIFO),
+ * -ENODEV (other non-regular), -EFBIG (off + len past 2^62), -EROFS,
+ * -ENOSPC (nothing changed if the holes could not fit; see fallocate.c). */
+int ordfs_fallocate(struct ordfs *fs, struct inode *inode, int mode, uint64_t off,
+		    uint64_t len);
+/* lseek(2) with SEEK_DATA or SEEK_HOLE: the resulting offset, or -ENXIO (off
+ * at or past EOF; for SEEK_DATA also no data after off), -EINVAL (other
+ * whence, not a regular file).  Delayed and written data are data;
+ * unwritten extents without pages are holes; EOF is a hole. */
+off_t ordfs_seek_data_hole(struct ordfs *fs, struct inode *inode, uint64_t off, int whence);
+
 #endif

@@ -54,6 +54,17 @@ int extent_insert(struct ordfs *fs, struct handle *h, struct inode *inode,
 int extent_remove(struct ordfs *fs, struct handle *h, struct inode *inode, uint64_t lblk,
 		  uint64_t count, uint32_t max_records);
 
+/* Gives every mapped block in [lblk, lblk + count) the leaf flags `flags`
+ * (0 = written, or ORDFS_EXT_UNWRITTEN), splitting records at the range
+ * edges and merging records that come to join; holes stay holes.  Changes
+ * at most max_records records (at least 2), a split counting as two, so
+ * the work fits extent_credits(fs, inode, max_records).  A range inside
+ * one record takes at most 5.  Returns 1 if blocks in the range still have
+ * other flags (call again, in a new handle if needed), 0 when done, or a
+ * negative errno. */
+int extent_set_flags(struct ordfs *fs, struct handle *h, struct inode *inode, uint64_t lblk,
+		     uint64_t count, uint32_t flags, uint32_t max_records);
+
 /* Worst-case metadata blocks one insert or remove (of up to max_records)
  * can dirty: tree path splits, bitmap blocks, the inode. */
 uint32_t extent_credits(struct ordfs *fs, struct inode *inode, uint32_t max_records);

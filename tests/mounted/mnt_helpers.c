@@ -33,7 +33,7 @@
 #define EXIT_TIMEOUT_MS 60000u
 #define SKIP_EXIT_CODE 77
 
-static char root_dir[PATH_MAX];
+static char root_dir[MNT_ROOT_LEN];
 
 /* ---- small utilities -------------------------------------------------- */
 
@@ -275,7 +275,7 @@ static const char *vpath(const char *base, const char *fmt, va_list ap)
 	static char bufs[8][PATH_MAX];
 	static unsigned next;
 	char *buf = bufs[next++ % 8];
-	char rel[PATH_MAX];
+	char rel[PATH_MAX - MNT_FILE_LEN - 8];
 	vsnprintf(rel, sizeof(rel), fmt, ap);
 	snprintf(buf, PATH_MAX, "%s/%s", base, rel);
 	return buf;
@@ -299,9 +299,11 @@ const char *mnt_host_path(struct mnt *m, const char *fmt, ...)
 	return p;
 }
 
-void mnt_setup(struct mnt *m, const char *size)
+void mnt_setup_named(struct mnt *m, const char *size, const char *test)
 {
 	memset(m, 0, sizeof(*m));
+	m->test = test;
+	m->started_ms = mnt_now_ms();
 	ck_assert_msg(root_dir[0], "mnt_setup outside mnt_run_suite");
 	snprintf(m->dir, sizeof(m->dir), "%s/t.XXXXXX", root_dir);
 	ck_assert_msg(mkdtemp(m->dir), "mkdtemp: %s", strerror(errno));
@@ -433,6 +435,8 @@ void mnt_finish(struct mnt *m)
 	mnt_check(m);
 	if (!getenv("ORDFS_MNT_KEEP"))
 		remove_tree(m->dir);
+	printf("%s: %.2f s\n", m->test, (double)(mnt_now_ms() - m->started_ms) / 1000.0);
+	fflush(stdout);
 }
 
 /* ---- content patterns ------------------------------------------------- */
@@ -573,6 +577,23 @@ static bool under_root(const char *path)
 	return strncmp(path, root_dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
+/* fusermount3 -uz for the clean-up, which runs outside any test and so
+ * must not use Check's assertions. */
+static void lazy_unmount_quietly(const char *mountpoint)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl("/bin/fusermount3", "fusermount3", "-uz", mountpoint, (char *)NULL);
+		execl("/usr/bin/fusermount3", "fusermount3", "-uz", mountpoint, (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	if (pid > 0 && mnt_wait_pid(pid, EXIT_TIMEOUT_MS, &status) != 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+}
+
 /* Lazily unmounts every mount under the root, deepest first. */
 static unsigned unmount_leftovers(void)
 {
@@ -592,7 +613,7 @@ static unsigned unmount_leftovers(void)
 	for (unsigned i = n; i-- > 0;) {
 		if (points[i]) {
 			fprintf(stderr, "cleanup: lazily unmounting %s\n", points[i]);
-			mnt_fusermount_u(points[i], true);
+			lazy_unmount_quietly(points[i]);
 		}
 		free(points[i]);
 	}

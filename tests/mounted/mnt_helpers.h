@@ -67,18 +67,25 @@ int mnt_run_suite(Suite *s);
 
 /* ---- one test's filesystem -------------------------------------------- */
 
+#define MNT_ROOT_LEN 64   /* "/tmp/ordfs-mnt.XXXXXX" */
+#define MNT_DIR_LEN 128   /* root + "/t.XXXXXX" */
+#define MNT_FILE_LEN 256  /* dir + a short name */
+
 struct mnt {
-	char dir[PATH_MAX];        /* the test's own directory */
-	char image[PATH_MAX];      /* dir/image */
-	char mountpoint[PATH_MAX]; /* dir/mnt */
-	char log[PATH_MAX];        /* stderr of the current -f daemon */
+	char dir[MNT_DIR_LEN];         /* the test's own directory */
+	char image[MNT_FILE_LEN];      /* dir/image */
+	char mountpoint[MNT_FILE_LEN]; /* dir/mnt */
+	char log[MNT_FILE_LEN];        /* stderr of the current -f daemon */
 	pid_t daemon;              /* the -f daemon, 0 when none runs */
 	unsigned starts;           /* daemons started so far */
+	const char *test;          /* the test function, for timings */
+	uint64_t started_ms;
 };
 
 /* Makes the test directory and an image of size (mkfs.ordfs syntax, e.g.
- * "64M") with mkfs.ordfs -q. */
-void mnt_setup(struct mnt *m, const char *size);
+ * "64M") with mkfs.ordfs -q.  mnt_finish() prints how long the test took. */
+#define mnt_setup(m, size) mnt_setup_named((m), (size), __func__)
+void mnt_setup_named(struct mnt *m, const char *size, const char *test);
 /* Starts `ordfs IMAGE MOUNTPOINT -f [-o opts]` (opts may be NULL) with
  * envvar ("NAME=VALUE", may be NULL) added to its environment, and waits
  * until the mount is live. */
