@@ -115,7 +115,7 @@ void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out)
 	out->block_size = fs->block_size;
 	out->blocks = fs->sb.block_count;
 	out->blocks_free = c.free_blocks + c.pending_free;
-	out->blocks_avail = c.free_blocks;
+	out->blocks_avail = c.data_blocks;
 	out->inodes = fs->sb.inode_count;
 	out->inodes_free = c.free_inodes;
 	out->name_max = ORDFS_NAME_MAX;

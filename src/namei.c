@@ -238,6 +238,14 @@ struct new_inode {
 	const char *target;   /* symlinks */
 };
 
+/* Blocks a symlink target needs outside the inode. */
+static uint32_t symlink_blocks(struct ordfs *fs, const char *target)
+{
+	if (!target || strlen(target) <= ORDFS_FAST_SYMLINK_MAX)
+		return 0;
+	return (uint32_t)((strlen(target) + fs->block_size - 1) / fs->block_size);
+}
+
 /* Stores a symlink's target: in the inode when short, else in blocks of
  * its own, journaled like directory blocks.  Under h. */
 static int store_symlink_target(struct ordfs *fs, struct handle *h, struct inode *link,
@@ -252,11 +260,14 @@ static int store_symlink_target(struct ordfs *fs, struct handle *h, struct inode
 		link->d.flags |= ORDFS_INODE_FAST_SYMLINK;
 		return 0;
 	}
-	uint32_t nblocks = (uint32_t)((len + fs->block_size - 1) / fs->block_size);
+	/* The blocks were reserved before the handle (symlink_blocks), so
+	 * nothing here runs out of space: at most 4 blocks, which the extent
+	 * root in the inode holds without a tree block. */
+	uint32_t nblocks = symlink_blocks(fs, target);
 	for (uint32_t i = 0; i < nblocks; i++) {
 		uint64_t blk;
 		uint32_t got;
-		int err = alloc_blocks(fs->alloc, h, 0, 1, 0, &blk, &got);
+		int err = alloc_blocks(fs->alloc, h, 0, 1, ALLOC_FROM_RESERVATION, &blk, &got);
 		if (err)
 			return err;
 		struct ordfs_extent e = { i, blk, 1, 0 };
@@ -282,10 +293,7 @@ static int store_symlink_target(struct ordfs *fs, struct handle *h, struct inode
 
 static uint32_t symlink_credits(struct ordfs *fs, const char *target)
 {
-	if (!target || strlen(target) <= ORDFS_FAST_SYMLINK_MAX)
-		return 0;
-	uint32_t n = (uint32_t)((strlen(target) + fs->block_size - 1) / fs->block_size);
-	return n * (2 + 2 * 4 + alloc_credits(fs->alloc, 1));
+	return symlink_blocks(fs, target) * (2 + 2 * 4 + alloc_credits(fs->alloc, 1));
 }
 
 /* Owner, group and set-group-ID of a new inode, as Linux's
@@ -325,10 +333,20 @@ static int create_common(struct ordfs *fs, struct inode *dir, const char *name,
 		err = err ? err : -EEXIST;
 		goto out_unlock;
 	}
+	/* Space for a long symlink's blocks is reserved first, so running out
+	 * of it is a clean ENOSPC, never a half-made inode. */
+	uint32_t reserved = symlink_blocks(fs, ni->target);
+	if (reserved) {
+		err = alloc_reserve(fs->alloc, reserved);
+		if (err)
+			goto out_unlock;
+	}
 	err = journal_start(fs->journal, dir_credits(fs, dir) + 6 + symlink_credits(fs, ni->target),
 			    &h);
-	if (err)
+	if (err) {
+		alloc_unreserve(fs->alloc, reserved);
 		goto out_unlock;
+	}
 	err = inode_create(fs, h, dir->ino + 1, ni->mode, cred->uid, cred->gid, &child);
 	if (err)
 		goto out_stop;
@@ -340,13 +358,16 @@ static int create_common(struct ordfs *fs, struct inode *dir, const char *name,
 	} else {
 		child->d.links = 1;
 	}
-	if (ni->target)
+	err = dir_add(fs, h, dir, name, len, child->ino, dtype_of(ni->mode));
+	if (!err && ni->target) {
 		err = store_symlink_target(fs, h, child, ni->target);
-	if (!err)
-		err = dir_add(fs, h, dir, name, len, child->ino, dtype_of(ni->mode));
+		reserved = 0; /* consumed (or the journal is aborted below) */
+		if (err)
+			abort_half_done(fs, err);
+	}
+	alloc_unreserve(fs->alloc, reserved);
 	if (err) {
-		/* Nothing points at the new inode: give it back, or abort if
-		 * blocks were already added to it. */
+		/* Nothing points at the new inode: give it back. */
 		if (child->d.blocks) {
 			abort_half_done(fs, err);
 		} else {

@@ -35,6 +35,7 @@ struct alloc {
 	uint64_t pending_free;
 	uint32_t free_inodes;
 	uint64_t rotor;       /* where the last claim ended */
+	uint64_t meta_reserve; /* blocks only metadata may use (see available_for) */
 };
 
 static bool bit_test(const uint64_t *map, uint64_t i)
@@ -128,6 +129,17 @@ static int update_disk_bits(struct alloc *a, struct handle *h, uint64_t bitmap_s
 	return 0;
 }
 
+/* Extent-tree blocks the data area could need at worst: every extent one
+ * block long, leaves half full; plus slack for directories; at most an
+ * eighth of the data area. */
+static uint64_t meta_reserve_for(uint64_t data_blocks, uint32_t block_size)
+{
+	uint64_t per_leaf = (block_size - ORDFS_BLOCK_HDR_SIZE - ORDFS_EXTENT_NODE_HDR) /
+			    ORDFS_EXTENT_REC;
+	uint64_t r = data_blocks * 2 / per_leaf + 64;
+	return r < data_blocks / 8 ? r : data_blocks / 8;
+}
+
 /* ---- load ------------------------------------------------------------- */
 
 static int load_bitmap(struct alloc *a, uint64_t start, uint64_t nbits,
@@ -175,6 +187,7 @@ int alloc_load(struct bcache *cache, const struct ordfs_super *sb, struct alloc 
 	a->inode_bitmap_start = sb->inode_bitmap_start;
 	a->inode_count = sb->inode_count;
 	a->rotor = a->data_start;
+	a->meta_reserve = meta_reserve_for(a->data_end - a->data_start, a->block_size);
 	pthread_mutex_init(&a->lock, NULL);
 
 	a->map = calloc((a->block_count + 63) / 64, sizeof(uint64_t));
@@ -226,10 +239,22 @@ static uint64_t find_zero(const uint64_t *map, uint64_t from, uint64_t to)
 	return to;
 }
 
+/* Free blocks not promised to delayed data. */
 static uint64_t available(const struct alloc *a)
 {
 	return a->map_free > a->reserved ? a->map_free - a->reserved : 0;
 }
+
+/* What new data may still be promised: the metadata reserve stays back, so
+ * writeback of data already accepted by write() can always allocate the
+ * extent-tree blocks it needs (ext4 keeps "reserved clusters" for the same
+ * reason). */
+static uint64_t available_for_data(const struct alloc *a)
+{
+	uint64_t free = available(a);
+	return free > a->meta_reserve ? free - a->meta_reserve : 0;
+}
+
 
 int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned flags,
 		       uint64_t *start, uint32_t *got)
@@ -299,6 +324,17 @@ int alloc_mark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_
 	return err;
 }
 
+int alloc_unmark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_t len)
+{
+	if (!in_data_area(a, start, len))
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
+				   len, false);
+	pthread_mutex_unlock(&a->lock);
+	return err;
+}
+
 int alloc_blocks(struct alloc *a, struct handle *h, uint64_t goal, uint32_t want,
 		 unsigned flags, uint64_t *start, uint32_t *got)
 {
@@ -351,7 +387,7 @@ int alloc_reserve(struct alloc *a, uint64_t nblocks)
 {
 	int err = 0;
 	pthread_mutex_lock(&a->lock);
-	if (available(a) < nblocks)
+	if (available_for_data(a) < nblocks)
 		err = -ENOSPC;
 	else
 		a->reserved += nblocks;
@@ -421,6 +457,7 @@ void alloc_get_counts(struct alloc *a, struct alloc_counts *out)
 {
 	pthread_mutex_lock(&a->lock);
 	out->free_blocks = available(a);
+	out->data_blocks = available_for_data(a);
 	out->reserved_blocks = a->reserved;
 	out->pending_free = a->pending_free;
 	out->free_inodes = a->free_inodes;

@@ -51,7 +51,12 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 void alloc_unclaim_blocks(struct alloc *a, uint64_t start, uint32_t len, unsigned flags);
 /* Records claimed blocks as in use in the on-disk bitmap, under h. */
 int alloc_mark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_t len);
-/* claim + mark: for metadata blocks, allocated and used inside one handle. */
+/* Undoes alloc_mark_blocks of blocks marked earlier in the SAME handle
+ * (their allocation never committed): the blocks are claimed again, ready
+ * for alloc_unclaim_blocks. */
+int alloc_unmark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_t len);
+/* claim + mark: for metadata blocks, allocated and used inside one handle.
+ * Metadata may use the metadata reserve that delayed data may not. */
 int alloc_blocks(struct alloc *a, struct handle *h, uint64_t goal, uint32_t want,
 		 unsigned flags, uint64_t *start, uint32_t *got);
 /* Clears the blocks in the on-disk bitmap under h.  They become allocatable
@@ -63,7 +68,8 @@ int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_
 /* Called by the journal after a transaction commits (journal_config.release_freed). */
 void alloc_release_freed(void *alloc, uint64_t start, uint32_t len);
 
-/* Reservations for delayed allocation (counts only). */
+/* Reservations for delayed allocation (counts only).  They never reach
+ * into the metadata reserve: -ENOSPC first. */
 int alloc_reserve(struct alloc *a, uint64_t nblocks);
 void alloc_unreserve(struct alloc *a, uint64_t nblocks);
 
@@ -74,6 +80,8 @@ int alloc_free_inode(struct alloc *a, struct handle *h, uint32_t ino);
 
 struct alloc_counts {
 	uint64_t free_blocks;     /* free on disk and not claimed, minus reservations */
+	uint64_t data_blocks;     /* what write() may still reserve (free minus the
+				     metadata reserve) */
 	uint64_t reserved_blocks; /* delayed-allocation reservations outstanding */
 	uint64_t pending_free;    /* freed by transactions not yet committed */
 	uint32_t free_inodes;

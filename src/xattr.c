@@ -1,0 +1,662 @@
+/*
+ * xattr.c - extended attributes: setxattr, getxattr, listxattr,
+ * removexattr (ops.h) and the helpers eviction and the checker need
+ * (xattr.h).
+ *
+ * Owns: each inode's one ORDFS_BT_XATTR block.  Layout (format.h), after
+ * the 24-byte common header (owner = the inode):
+ *
+ *   off size field
+ *    24  2  count     entries in the block, >= 1
+ *    26  2  used      bytes of the entry area in use, a multiple of 4
+ *    28  4  reserved  zero
+ *    32     entries, back to back; past `used` the area is zero
+ *
+ *   entry: 0 u8 namespace (ORDFS_XATTR_NS_*), 1 u8 name length, 2 u16 value
+ *   length, 4 the name without its prefix, then the value, zero-padded to a
+ *   multiple of 4 bytes.  The two ACL namespaces have no name (length 0),
+ *   the others 1..255 bytes without NUL.
+ *
+ *   Order: by namespace, then by name bytes (memcmp over the shorter name,
+ *   a name before its extensions), strictly increasing: no duplicates.
+ *
+ * Rules kept:
+ *  - The block exists exactly while the inode has an attribute: the first
+ *    set allocates it (alloc_blocks, charged to d.blocks), removing the last
+ *    attribute frees it (ALLOC_METADATA: journal_forget, revoke [J6]; the
+ *    block is reusable once that free commits [J5]).
+ *  - Verify on every use, not just on the first read: header, type, block
+ *    number, checksum, owner, then the entry structure above; a failure is
+ *    -EUCLEAN and nothing is changed, and no field is trusted before it is
+ *    bounds-checked.  The live buffer's checksum is recomputed after every
+ *    change (the commit computes it again on its copy, JWA_CSUM_HDR), so a
+ *    block that is only cached verifies too.
+ *  - Prepare, then apply: under the inode lock the block is read, verified
+ *    and the new entry area is built in a scratch buffer, so -EEXIST,
+ *    -ENODATA and -ENOSPC are decided before the handle starts.  In the
+ *    handle, write access (or the new block) comes first; a failure after
+ *    the first change aborts the journal rather than commit half of it.
+ *  - Locking: the public calls take inode->lock (shared for get and list,
+ *    exclusive for set and remove), then journal_start; nothing here holds
+ *    a lock across a commit [J8].
+ *  - Attribute changes write the inode without INODE_WRITE_DATASYNC: as on
+ *    Linux, fdatasync need not make them durable, fsync does (sync_tid).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "xattr.h"
+#include "fs.h"
+#include "inode.h"
+#include "ops.h"
+#include "alloc/alloc.h"
+#include "cache/bcache.h"
+#include "journal/journal.h"
+
+#define XATTR_PAD 4u
+
+/* Name prefixes, indexed by namespace - 1.  The ACL namespaces are whole
+ * names ("exact"); the others need at least one byte after the prefix. */
+static const struct {
+	const char *prefix;
+	uint8_t prefix_len;
+	bool exact;
+} xattr_ns[] = {
+	[ORDFS_XATTR_NS_USER - 1] = { "user.", 5, false },
+	[ORDFS_XATTR_NS_TRUSTED - 1] = { "trusted.", 8, false },
+	[ORDFS_XATTR_NS_SECURITY - 1] = { "security.", 9, false },
+	[ORDFS_XATTR_NS_POSIX_ACL_ACCESS - 1] = { "system.posix_acl_access", 23, true },
+	[ORDFS_XATTR_NS_POSIX_ACL_DEFAULT - 1] = { "system.posix_acl_default", 24, true },
+};
+#define XATTR_NS_COUNT (sizeof(xattr_ns) / sizeof(xattr_ns[0]))
+
+/* A parsed attribute name. */
+struct xname {
+	uint8_t ns;
+	uint8_t len;       /* bytes after the prefix */
+	const char *name;  /* after the prefix */
+};
+
+/* A decoded entry (pointers into the block). */
+struct xentry {
+	uint8_t ns;
+	uint8_t namelen;
+	uint16_t vlen;
+	const uint8_t *name;
+	const uint8_t *value;
+};
+
+/* One operation's view of an inode's attributes: its verified block, or
+ * none (b == NULL, used == count == 0). */
+struct xview {
+	struct buf *b;
+	const uint8_t *area;
+	uint32_t used, count;
+};
+
+/* The block's next contents, decided before the handle starts. */
+struct xplan {
+	bool drop;         /* the last attribute goes: free the block */
+	uint8_t *area;     /* otherwise the new entry area (scratch) */
+	uint32_t used, count;
+};
+
+/* ---- names ---------------------------------------------------------------- */
+
+static bool ns_known(uint8_t ns)
+{
+	return ns >= 1 && ns <= XATTR_NS_COUNT;
+}
+
+static bool ns_has_name(uint8_t ns)
+{
+	return !xattr_ns[ns - 1].exact;
+}
+
+/* Linux's rules (fs/xattr.c): an empty or too long name is -ERANGE, a
+ * known prefix with nothing after it -EINVAL, anything else -EOPNOTSUPP. */
+static int xname_parse(const char *full, struct xname *out)
+{
+	if (!full)
+		return -EINVAL;
+	size_t len = strnlen(full, ORDFS_XATTR_NAME_MAX + 1);
+	if (len == 0 || len > ORDFS_XATTR_NAME_MAX)
+		return -ERANGE;
+	for (uint8_t i = 0; i < XATTR_NS_COUNT; i++) {
+		size_t plen = xattr_ns[i].prefix_len;
+		if (len < plen || memcmp(full, xattr_ns[i].prefix, plen) != 0)
+			continue;
+		if (xattr_ns[i].exact && len != plen)
+			continue;
+		if (!xattr_ns[i].exact && len == plen)
+			return -EINVAL;
+		out->ns = (uint8_t)(i + 1);
+		out->len = (uint8_t)(len - plen);
+		out->name = full + plen;
+		return 0;
+	}
+	return -EOPNOTSUPP;
+}
+
+/* ---- entries ---------------------------------------------------------------- */
+
+static uint32_t xent_size(uint32_t namelen, uint32_t vlen)
+{
+	return (ORDFS_XATTR_ENTRY_FIXED + namelen + vlen + XATTR_PAD - 1) & ~(XATTR_PAD - 1);
+}
+
+static void xent_decode(const uint8_t *p, struct xentry *e)
+{
+	e->ns = p[0];
+	e->namelen = p[1];
+	e->vlen = le_get16(p + 2);
+	e->name = p + ORDFS_XATTR_ENTRY_FIXED;
+	e->value = e->name + e->namelen;
+}
+
+/* Writes an entry and its zero padding; vlen fits (the caller checked). */
+static void xent_encode(uint8_t *p, const struct xname *k, const void *value, uint32_t vlen)
+{
+	uint32_t size = xent_size(k->len, vlen);
+
+	memset(p, 0, size);
+	p[0] = k->ns;
+	p[1] = k->len;
+	le_put16(p + 2, (uint16_t)vlen);
+	memcpy(p + ORDFS_XATTR_ENTRY_FIXED, k->name, k->len);
+	if (vlen)
+		memcpy(p + ORDFS_XATTR_ENTRY_FIXED + k->len, value, vlen);
+}
+
+/* Order of (namespace, name) keys: see the top of the file. */
+static int xkey_cmp(uint8_t ns_a, const void *a, uint32_t alen, uint8_t ns_b, const void *b,
+		    uint32_t blen)
+{
+	if (ns_a != ns_b)
+		return ns_a < ns_b ? -1 : 1;
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+	if (c)
+		return c;
+	return alen < blen ? -1 : alen > blen;
+}
+
+/* ---- the block -------------------------------------------------------------- */
+
+static uint32_t xarea_capacity(const struct ordfs *fs)
+{
+	return fs->block_size - ORDFS_XATTR_HDR;
+}
+
+/* What is wrong with the payload of an xattr block, or NULL. */
+static const char *xpayload_problem(const uint8_t *blk, uint32_t block_size)
+{
+	uint32_t count = le_get16(blk + 24), used = le_get16(blk + 26);
+	const uint8_t *area = blk + ORDFS_XATTR_HDR;
+	struct xentry prev = { 0 }, e;
+	uint32_t n = 0;
+
+	if (le_get32(blk + 28) != 0)
+		return "reserved xattr header field is not zero";
+	if (count == 0)
+		return "xattr block without attributes";
+	if (used > block_size - ORDFS_XATTR_HDR || used % XATTR_PAD)
+		return "xattr used bytes out of range";
+	for (uint32_t pos = 0; pos < used; n++) {
+		/* used and pos are multiples of 4, so the fixed part fits */
+		xent_decode(area + pos, &e);
+		if (!ns_known(e.ns))
+			return "xattr entry with an unknown namespace";
+		if (ns_has_name(e.ns) ? e.namelen == 0 : e.namelen != 0)
+			return "xattr entry name length wrong for its namespace";
+		uint32_t size = xent_size(e.namelen, e.vlen);
+		if (size > used - pos)
+			return "xattr entry crosses the end of the used area";
+		if (memchr(e.name, '\0', e.namelen))
+			return "xattr entry name contains NUL";
+		if (n > 0 && xkey_cmp(prev.ns, prev.name, prev.namelen, e.ns, e.name,
+				      e.namelen) >= 0)
+			return "xattr entries out of order or duplicated";
+		prev = e;
+		pos += size;
+	}
+	if (n != count)
+		return "xattr entry count does not match the entries";
+	return NULL;
+}
+
+static const char *xblock_problem(const struct ordfs *fs, const struct inode *inode,
+				  const uint8_t *blk, uint64_t blockno)
+{
+	if (ordfs_block_verify(blk, fs->block_size, fs->csum_seed, ORDFS_BT_XATTR, blockno))
+		return "bad xattr block header or checksum";
+	if (ordfs_block_owner(blk) != inode->ino)
+		return "xattr block owned by another inode";
+	return xpayload_problem(blk, fs->block_size);
+}
+
+static bool in_data_area(const struct ordfs *fs, uint64_t blockno)
+{
+	return blockno >= fs->sb.data_start && blockno < fs->sb.block_count - 1;
+}
+
+/* Reads and verifies the inode's block (if any).  inode->lock held. */
+static int xview_open(struct ordfs *fs, struct inode *inode, struct xview *v)
+{
+	uint64_t blockno = inode->d.xattr_block;
+	struct buf *b;
+
+	memset(v, 0, sizeof(*v));
+	if (blockno == 0)
+		return 0;
+	if (!in_data_area(fs, blockno) || inode->d.blocks == 0)
+		return -EUCLEAN;
+	int err = bcache_read(fs->cache, blockno, &b);
+	if (err)
+		return err;
+	if (xblock_problem(fs, inode, b->data, blockno)) {
+		bcache_put(fs->cache, b);
+		return -EUCLEAN;
+	}
+	v->b = b;
+	v->area = b->data + ORDFS_XATTR_HDR;
+	v->count = le_get16(b->data + 24);
+	v->used = le_get16(b->data + 26);
+	return 0;
+}
+
+static void xview_close(struct ordfs *fs, struct xview *v)
+{
+	if (v->b)
+		bcache_put(fs->cache, v->b);
+	v->b = NULL;
+}
+
+/* 1 if k is present (*off at its entry), 0 if absent (*off where it would
+ * go).  The area was verified, so the walk stays inside it. */
+static int xview_find(const struct xview *v, const struct xname *k, uint32_t *off)
+{
+	uint32_t pos = 0;
+
+	while (pos < v->used) {
+		struct xentry e;
+		xent_decode(v->area + pos, &e);
+		int c = xkey_cmp(k->ns, k->name, k->len, e.ns, e.name, e.namelen);
+		if (c == 0) {
+			*off = pos;
+			return 1;
+		}
+		if (c < 0)
+			break;
+		pos += xent_size(e.namelen, e.vlen);
+	}
+	*off = pos;
+	return 0;
+}
+
+static uint32_t xview_entry_size(const struct xview *v, uint32_t off)
+{
+	struct xentry e;
+	xent_decode(v->area + off, &e);
+	return xent_size(e.namelen, e.vlen);
+}
+
+/* ---- planning ---------------------------------------------------------------- */
+
+/* The new area: the old one with [off, off + old) replaced by `add` bytes
+ * written by the caller. */
+static int plan_splice(const struct ordfs *fs, const struct xview *v, uint32_t off,
+		       uint32_t old, uint32_t add, struct xplan *p)
+{
+	p->area = calloc(1, xarea_capacity(fs));
+	if (!p->area)
+		return -ENOMEM;
+	if (off)
+		memcpy(p->area, v->area, off);
+	uint32_t tail = v->used - off - old;
+	if (tail)
+		memcpy(p->area + off + add, v->area + off + old, tail);
+	p->used = v->used - old + add;
+	return 0;
+}
+
+static int plan_set(const struct ordfs *fs, const struct xview *v, const struct xname *k,
+		    const void *value, uint32_t vlen, int flags, struct xplan *p)
+{
+	uint32_t off, old = 0;
+	int found = xview_find(v, k, &off);
+
+	if (found && (flags & XATTR_CREATE))
+		return -EEXIST;
+	if (!found && (flags & XATTR_REPLACE))
+		return -ENODATA;
+	if (found)
+		old = xview_entry_size(v, off);
+	uint32_t add = xent_size(k->len, vlen), cap = xarea_capacity(fs);
+	if (add > cap || v->used - old > cap - add)
+		return -ENOSPC; /* all of an inode's attributes share one block */
+	int err = plan_splice(fs, v, off, old, add, p);
+	if (err)
+		return err;
+	xent_encode(p->area + off, k, value, vlen);
+	p->count = v->count + (found ? 0u : 1u);
+	return 0;
+}
+
+static int plan_remove(const struct ordfs *fs, const struct xview *v, const struct xname *k,
+		       struct xplan *p)
+{
+	uint32_t off;
+
+	if (!xview_find(v, k, &off))
+		return -ENODATA;
+	if (v->count == 1) {
+		p->drop = true;
+		return 0;
+	}
+	p->count = v->count - 1;
+	return plan_splice(fs, v, off, xview_entry_size(v, off), 0, p);
+}
+
+/* ---- applying ---------------------------------------------------------------- */
+
+/* A change inside a handle failed after earlier changes: never commit a
+ * half operation. */
+static int abort_half_done(struct ordfs *fs, int err)
+{
+	journal_abort(fs->journal, err);
+	return err;
+}
+
+/* Frees a block allocated in this handle again after a later step failed. */
+static void xblock_unallocate(struct ordfs *fs, struct handle *h, uint64_t blockno)
+{
+	int err = alloc_free_blocks(fs->alloc, h, blockno, 1, ALLOC_METADATA);
+	if (err)
+		abort_half_done(fs, err);
+}
+
+/* A new xattr block for inode, joined to h with its header set. */
+static int xblock_new(struct ordfs *fs, struct handle *h, struct inode *inode,
+		      struct buf **out)
+{
+	uint64_t blockno;
+	uint32_t got;
+	struct buf *b;
+
+	int err = alloc_blocks(fs->alloc, h, 0, 1, 0, &blockno, &got);
+	if (err)
+		return err;
+	err = bcache_get_new(fs->cache, blockno, &b);
+	if (err) {
+		xblock_unallocate(fs, h, blockno);
+		return err;
+	}
+	err = journal_get_write_access(h, b, JWA_CSUM_HDR);
+	if (err) {
+		bcache_put(fs->cache, b);
+		xblock_unallocate(fs, h, blockno);
+		return err;
+	}
+	ordfs_block_hdr_init(b->data, ORDFS_BT_XATTR, inode->ino, blockno);
+	*out = b;
+	return 0;
+}
+
+/* Copies the planned area into the block (write access held). */
+static void xblock_fill(struct ordfs *fs, uint8_t *blk, const struct xplan *p)
+{
+	le_put16(blk + 24, (uint16_t)p->count);
+	le_put16(blk + 26, (uint16_t)p->used);
+	le_put32(blk + 28, 0);
+	memcpy(blk + ORDFS_XATTR_HDR, p->area, p->used);
+	memset(blk + ORDFS_XATTR_HDR + p->used, 0, xarea_capacity(fs) - p->used);
+	ordfs_block_csum_set(blk, fs->block_size, fs->csum_seed);
+}
+
+/* The last attribute went: free the block, uncharge it. */
+static int apply_drop(struct ordfs *fs, struct handle *h, struct inode *inode)
+{
+	int err = alloc_free_blocks(fs->alloc, h, inode->d.xattr_block, 1, ALLOC_METADATA);
+	if (err)
+		return err == -EUCLEAN ? err : abort_half_done(fs, err);
+	inode->d.xattr_block = 0;
+	inode->d.blocks--;
+	inode->d.ctime = ordfs_now();
+	err = inode_write(fs, h, inode, 0);
+	return err ? abort_half_done(fs, err) : 0;
+}
+
+static int apply_plan(struct ordfs *fs, struct handle *h, struct inode *inode,
+		      const struct xview *v, const struct xplan *p)
+{
+	struct buf *b = v->b;
+	int err;
+
+	if (p->drop)
+		return apply_drop(fs, h, inode);
+	if (b) {
+		err = journal_get_write_access(h, b, JWA_CSUM_HDR);
+		if (err)
+			return err;
+	} else {
+		err = xblock_new(fs, h, inode, &b);
+		if (err)
+			return err;
+		inode->d.xattr_block = b->blockno;
+		inode->d.blocks++;
+	}
+	xblock_fill(fs, b->data, p);
+	if (b != v->b)
+		bcache_put(fs->cache, b);
+	inode->d.ctime = ordfs_now();
+	err = inode_write(fs, h, inode, 0);
+	return err ? abort_half_done(fs, err) : 0;
+}
+
+/* What a set or a remove asks for. */
+struct xchange {
+	struct xname key;
+	bool remove;
+	const void *value;
+	uint32_t vlen;
+	int flags;
+};
+
+/* Plans, then applies in one handle.  inode->lock held exclusively. */
+static int xattr_change_locked(struct ordfs *fs, struct inode *inode, const struct xchange *c)
+{
+	struct xview v;
+	struct xplan p = { 0 };
+	struct handle *h;
+
+	int err = xview_open(fs, inode, &v);
+	if (err)
+		return err;
+	if (c->remove)
+		err = v.b ? plan_remove(fs, &v, &c->key, &p) : -ENODATA;
+	else
+		err = plan_set(fs, &v, &c->key, c->value, c->vlen, c->flags, &p);
+	if (!err)
+		err = journal_start(fs->journal, xattr_credits(fs), &h);
+	if (!err) {
+		err = apply_plan(fs, h, inode, &v, &p);
+		int serr = journal_stop(h);
+		if (!err)
+			err = serr;
+	}
+	free(p.area);
+	xview_close(fs, &v);
+	return err;
+}
+
+/* ---- public calls (ops.h) ------------------------------------------------------ */
+
+uint32_t xattr_credits(struct ordfs *fs)
+{
+	return 1 + alloc_credits(fs->alloc, 1) + INODE_WRITE_CREDITS;
+}
+
+int ordfs_setxattr(struct ordfs *fs, struct inode *inode, const char *name, const void *value,
+		   size_t size, int flags)
+{
+	struct xchange c = { .value = value, .flags = flags };
+
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		return -EINVAL;
+	int err = xname_parse(name, &c.key);
+	if (err)
+		return err;
+	if (size > ORDFS_XATTR_SIZE_MAX)
+		return -E2BIG;
+	if (size && !value)
+		return -EINVAL;
+	if (!fs->journal)
+		return -EROFS;
+	c.vlen = (uint32_t)size;
+	pthread_rwlock_wrlock(&inode->lock);
+	err = xattr_change_locked(fs, inode, &c);
+	pthread_rwlock_unlock(&inode->lock);
+	return err;
+}
+
+int ordfs_removexattr(struct ordfs *fs, struct inode *inode, const char *name)
+{
+	struct xchange c = { .remove = true };
+
+	int err = xname_parse(name, &c.key);
+	if (err)
+		return err;
+	if (!fs->journal)
+		return -EROFS;
+	pthread_rwlock_wrlock(&inode->lock);
+	err = xattr_change_locked(fs, inode, &c);
+	pthread_rwlock_unlock(&inode->lock);
+	return err;
+}
+
+static ssize_t xattr_get_locked(struct ordfs *fs, struct inode *inode, const struct xname *k,
+				void *value, size_t size)
+{
+	struct xview v;
+	uint32_t off;
+
+	int err = xview_open(fs, inode, &v);
+	if (err)
+		return err;
+	ssize_t r = -ENODATA;
+	if (v.b && xview_find(&v, k, &off)) {
+		struct xentry e;
+		xent_decode(v.area + off, &e);
+		r = e.vlen;
+		if (size && size < e.vlen)
+			r = -ERANGE;
+		else if (size && e.vlen)
+			memcpy(value, e.value, e.vlen);
+	}
+	xview_close(fs, &v);
+	return r;
+}
+
+ssize_t ordfs_getxattr(struct ordfs *fs, struct inode *inode, const char *name, void *value,
+		       size_t size)
+{
+	struct xname k;
+
+	int err = xname_parse(name, &k);
+	if (err)
+		return err;
+	if (size && !value)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&inode->lock);
+	ssize_t r = xattr_get_locked(fs, inode, &k, value, size);
+	pthread_rwlock_unlock(&inode->lock);
+	return r;
+}
+
+/* Bytes the full names take in a listxattr buffer, or copies them there. */
+static size_t xview_list(const struct xview *v, char *out)
+{
+	size_t total = 0;
+
+	for (uint32_t pos = 0; pos < v->used;) {
+		struct xentry e;
+		xent_decode(v->area + pos, &e);
+		size_t plen = xattr_ns[e.ns - 1].prefix_len;
+		if (out) {
+			memcpy(out + total, xattr_ns[e.ns - 1].prefix, plen);
+			memcpy(out + total + plen, e.name, e.namelen);
+			out[total + plen + e.namelen] = '\0';
+		}
+		total += plen + e.namelen + 1;
+		pos += xent_size(e.namelen, e.vlen);
+	}
+	return total;
+}
+
+ssize_t ordfs_listxattr(struct ordfs *fs, struct inode *inode, char *list, size_t size)
+{
+	struct xview v;
+
+	if (size && !list)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&inode->lock);
+	ssize_t r = xview_open(fs, inode, &v);
+	if (r == 0) {
+		size_t total = xview_list(&v, NULL);
+		if (size && size < total)
+			r = -ERANGE;
+		else if (size)
+			r = (ssize_t)xview_list(&v, list);
+		else
+			r = (ssize_t)total;
+		xview_close(fs, &v);
+	}
+	pthread_rwlock_unlock(&inode->lock);
+	return r;
+}
+
+/* ---- eviction and the checker (xattr.h) ------------------------------------------ */
+
+int xattr_free_block_locked(struct ordfs *fs, struct handle *h, struct inode *inode)
+{
+	uint64_t blockno = inode->d.xattr_block;
+	struct buf *b;
+
+	if (blockno == 0)
+		return 0;
+	if (!in_data_area(fs, blockno))
+		return -EUCLEAN;
+	int err = bcache_read(fs->cache, blockno, &b);
+	if (err)
+		return err;
+	/* Only the header: a block whose contents are damaged is still ours
+	 * to free, one that another inode (or nothing) owns is not. */
+	const uint8_t *blk = b->data;
+	bool ours = le_get32(blk) == ORDFS_BLOCK_MAGIC && le_get16(blk + 4) == ORDFS_BT_XATTR &&
+		    le_get64(blk + 16) == blockno && ordfs_block_owner(blk) == inode->ino;
+	bcache_put(fs->cache, b);
+	if (!ours)
+		return -EUCLEAN;
+	err = alloc_free_blocks(fs->alloc, h, blockno, 1, ALLOC_METADATA);
+	if (err)
+		return err;
+	inode->d.xattr_block = 0;
+	if (inode->d.blocks)
+		inode->d.blocks--;
+	return inode_write(fs, h, inode, 0);
+}
+
+int xattr_verify(struct ordfs *fs, struct inode *inode)
+{
+	struct xview v;
+
+	pthread_rwlock_rdlock(&inode->lock);
+	int err = xview_open(fs, inode, &v);
+	if (!err)
+		xview_close(fs, &v);
+	pthread_rwlock_unlock(&inode->lock);
+	return err;
+}

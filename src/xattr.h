@@ -1,0 +1,57 @@
+/*
+ * xattr.h - extended attributes, internal API (the public calls are in
+ * ops.h, "extended attributes").
+ *
+ * Owns: an inode's ORDFS_BT_XATTR block (format.h, "extended attributes"):
+ * one block per inode, pointed at by inode.xattr_block, charged as one
+ * block in inode.blocks and marked in the block bitmap like any metadata
+ * block.  The block exists exactly while the inode has at least one
+ * attribute: the last removal frees it.
+ *
+ * Rules:
+ *  - Names follow Linux: "user.", "trusted.", "security." plus a name of
+ *    at least one byte, or exactly "system.posix_acl_access" /
+ *    "system.posix_acl_default".  The whole name is at most
+ *    ORDFS_XATTR_NAME_MAX bytes, a value at most ORDFS_XATTR_SIZE_MAX; all
+ *    of an inode's attributes must fit its one block (-ENOSPC).
+ *  - The public calls take inode->lock themselves (shared for get/list,
+ *    exclusive for set/remove) and start their handle after it.  The calls
+ *    below document their own locking.
+ *  - Every use of the block verifies it (header, checksum, owner, entry
+ *    structure): -EUCLEAN, and nothing is changed.
+ *  - Permissions are the caller's business (the kernel checks them above
+ *    FUSE: trusted.* needs CAP_SYS_ADMIN, user.* only on regular files and
+ *    directories); the core stores any valid name on any inode type.
+ */
+#ifndef ORDFS_XATTR_H
+#define ORDFS_XATTR_H
+
+#include <stdint.h>
+
+struct ordfs;
+struct handle;
+struct inode;
+
+#define ORDFS_XATTR_NAME_MAX 255u   /* Linux XATTR_NAME_MAX: the full name */
+#define ORDFS_XATTR_SIZE_MAX 65536u /* Linux XATTR_SIZE_MAX: -E2BIG beyond */
+
+/* Credits of a handle that changes an inode's attributes: the xattr block,
+ * the bitmap blocks of allocating or freeing it, the inode. */
+uint32_t xattr_credits(struct ordfs *fs);
+
+/* Frees the inode's xattr block, if it has one, under h: clears
+ * d.xattr_block, takes the block off d.blocks and writes the inode.  For
+ * freeing an unlinked inode (eviction, orphan processing); the caller holds
+ * inode->lock exclusively and a handle with xattr_credits() to spare.
+ * The block's header (magic, type, block number, owner) must be right, or
+ * it is not freed: -EUCLEAN with nothing changed.  Any other error may come
+ * after the bitmap changed: the caller must abort the journal then. */
+int xattr_free_block_locked(struct ordfs *fs, struct handle *h, struct inode *inode);
+
+/* For the checker: 0 if the inode has no xattr block or its block is sound
+ * (as every use verifies it), -EUCLEAN if not, or another negative errno
+ * (I/O).  Takes inode->lock shared; call without it.  The checker claims
+ * d.xattr_block itself (one block, counted in d.blocks). */
+int xattr_verify(struct ordfs *fs, struct inode *inode);
+
+#endif
