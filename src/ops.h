@@ -122,4 +122,28 @@ int ordfs_fallocate(struct ordfs *fs, struct inode *inode, int mode, uint64_t of
  * unwritten extents without pages are holes; EOF is a hole. */
 off_t ordfs_seek_data_hole(struct ordfs *fs, struct inode *inode, uint64_t off, int whence);
 
+/* ---- extended attributes (xattr.c) ------------------------------------ */
+
+/* Linux semantics (see xattr.h for the rules).  Names: "user.", "trusted.",
+ * "security." + at least one byte, or exactly "system.posix_acl_access" /
+ * "system.posix_acl_default"; -EOPNOTSUPP for any other, -EINVAL for a bare
+ * prefix, -ERANGE for an empty name or one over 255 bytes.  Values over
+ * 65536 bytes are -E2BIG; all of an inode's attributes share one block,
+ * -ENOSPC beyond (nothing changed).  A damaged xattr block is -EUCLEAN. */
+
+/* flags: XATTR_CREATE (-EEXIST if present), XATTR_REPLACE (-ENODATA if
+ * absent), from <sys/xattr.h>; -EROFS on a read-only mount. */
+int ordfs_setxattr(struct ordfs *fs, struct inode *inode, const char *name, const void *value,
+		   size_t size, int flags);
+/* The value's length, copied to value unless size is 0; -ERANGE if size is
+ * too small, -ENODATA if absent. */
+ssize_t ordfs_getxattr(struct ordfs *fs, struct inode *inode, const char *name, void *value,
+		       size_t size);
+/* The full names, each NUL-terminated ("user.a\0trusted.b\0"), sorted by
+ * namespace then name; returns their total length, copied to list unless
+ * size is 0; -ERANGE if size is too small. */
+ssize_t ordfs_listxattr(struct ordfs *fs, struct inode *inode, char *list, size_t size);
+/* -ENODATA if absent; removing the last attribute frees the block. */
+int ordfs_removexattr(struct ordfs *fs, struct inode *inode, const char *name);
+
 #endif

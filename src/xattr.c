@@ -85,8 +85,7 @@ struct xentry {
 	uint8_t ns;
 	uint8_t namelen;
 	uint16_t vlen;
-	const uint8_t *name;
-	const uint8_t *value;
+	const uint8_t *name;  /* the value follows the name */
 };
 
 /* One operation's view of an inode's attributes: its verified block, or
@@ -104,7 +103,7 @@ struct xplan {
 	uint32_t used, count;
 };
 
-/* ---- names ---------------------------------------------------------------- */
+/* ---- names -------------------------------------------------------------- */
 
 static bool ns_known(uint8_t ns)
 {
@@ -141,7 +140,7 @@ static int xname_parse(const char *full, struct xname *out)
 	return -EOPNOTSUPP;
 }
 
-/* ---- entries ---------------------------------------------------------------- */
+/* ---- entries ------------------------------------------------------------ */
 
 static uint32_t xent_size(uint32_t namelen, uint32_t vlen)
 {
@@ -154,7 +153,12 @@ static void xent_decode(const uint8_t *p, struct xentry *e)
 	e->namelen = p[1];
 	e->vlen = le_get16(p + 2);
 	e->name = p + ORDFS_XATTR_ENTRY_FIXED;
-	e->value = e->name + e->namelen;
+}
+
+/* Only for an entry known to lie inside its block. */
+static const uint8_t *xent_value(const struct xentry *e)
+{
+	return e->name + e->namelen;
 }
 
 /* Writes an entry and its zero padding; vlen fits (the caller checked). */
@@ -183,7 +187,7 @@ static int xkey_cmp(uint8_t ns_a, const void *a, uint32_t alen, uint8_t ns_b, co
 	return alen < blen ? -1 : alen > blen;
 }
 
-/* ---- the block -------------------------------------------------------------- */
+/* ---- the block ---------------------------------------------------------- */
 
 static uint32_t xarea_capacity(const struct ordfs *fs)
 {
@@ -303,7 +307,7 @@ static uint32_t xview_entry_size(const struct xview *v, uint32_t off)
 	return xent_size(e.namelen, e.vlen);
 }
 
-/* ---- planning ---------------------------------------------------------------- */
+/* ---- planning ----------------------------------------------------------- */
 
 /* The new area: the old one with [off, off + old) replaced by `add` bytes
  * written by the caller. */
@@ -360,7 +364,7 @@ static int plan_remove(const struct ordfs *fs, const struct xview *v, const stru
 	return plan_splice(fs, v, off, xview_entry_size(v, off), 0, p);
 }
 
-/* ---- applying ---------------------------------------------------------------- */
+/* ---- applying ----------------------------------------------------------- */
 
 /* A change inside a handle failed after earlier changes: never commit a
  * half operation. */
@@ -492,7 +496,7 @@ static int xattr_change_locked(struct ordfs *fs, struct inode *inode, const stru
 	return err;
 }
 
-/* ---- public calls (ops.h) ------------------------------------------------------ */
+/* ---- public calls (ops.h) ----------------------------------------------- */
 
 uint32_t xattr_credits(struct ordfs *fs)
 {
@@ -554,7 +558,7 @@ static ssize_t xattr_get_locked(struct ordfs *fs, struct inode *inode, const str
 		if (size && size < e.vlen)
 			r = -ERANGE;
 		else if (size && e.vlen)
-			memcpy(value, e.value, e.vlen);
+			memcpy(value, xent_value(&e), e.vlen);
 	}
 	xview_close(fs, &v);
 	return r;
@@ -618,7 +622,7 @@ ssize_t ordfs_listxattr(struct ordfs *fs, struct inode *inode, char *list, size_
 	return r;
 }
 
-/* ---- eviction and the checker (xattr.h) ------------------------------------------ */
+/* ---- eviction and the checker (xattr.h) --------------------------------- */
 
 int xattr_free_block_locked(struct ordfs *fs, struct handle *h, struct inode *inode)
 {

@@ -764,11 +764,17 @@ START_TEST(test_fallocate_invalid)
 }
 END_TEST
 
+#include <stdio.h>
+#include <time.h>
+static struct timespec t0;
+static void su(void){clock_gettime(CLOCK_MONOTONIC,&t0);}
+static void td(void){struct timespec t1;clock_gettime(CLOCK_MONOTONIC,&t1);fprintf(stderr,"%.2f\n",(t1.tv_sec-t0.tv_sec)+(t1.tv_nsec-t0.tv_nsec)/1e9);}
 static Suite *fallocate_suite(void)
 {
 	Suite *s = suite_create("fallocate");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, su, td);
 	tcase_add_test(tc, test_prealloc_extends_size);
 	tcase_add_test(tc, test_prealloc_around_delayed_pages);
 	tcase_add_test(tc, test_write_into_prealloc);

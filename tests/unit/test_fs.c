@@ -573,6 +573,43 @@ START_TEST(test_periodic_writeback_without_fsync)
 }
 END_TEST
 
+/* Sparse one-byte writes until ENOSPC (every write a new extent): all that
+ * write() accepted must be storable, extent-tree blocks included, so the
+ * fsync succeeds and every byte is there after a remount. */
+START_TEST(test_enospc_sparse_writes_keep_accepted_data)
+{
+	struct test_fs t;
+	tfs_setup(&t, 16 << 20, 1024, 0);
+	struct inode *root = tfs_root(&t);
+	struct inode *f = make_file(&t, root, "sparse");
+	uint64_t n = 0;
+	for (;; n++) {
+		uint8_t b = (uint8_t)(n * 7 + 1);
+		ssize_t r = ordfs_write(t.fs, f, &b, 1, n * 8192);
+		if (r == -ENOSPC)
+			break;
+		ck_assert_int_eq(r, 1);
+	}
+	ck_assert_uint_gt(n, 1000);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_unmount(&t);
+	tfs_mount(&t);
+	root = tfs_root(&t);
+	ck_assert_int_eq(ordfs_lookup(t.fs, root, "sparse", &f), 0);
+	ck_assert_uint_eq(f->size, (n - 1) * 8192 + 1);
+	for (uint64_t i = 0; i < n; i += 97) {
+		uint8_t b = 0;
+		ck_assert_int_eq(ordfs_read(t.fs, f, &b, 1, i * 8192), 1);
+		ck_assert_uint_eq(b, (uint8_t)(i * 7 + 1));
+	}
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 static Suite *fs_suite(void)
 {
 	Suite *s = suite_create("fs");
@@ -590,6 +627,7 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_minimum_journal_long_sequence);
 	tcase_add_test(tc, test_replace_via_rename_without_fsync);
 	tcase_add_test(tc, test_periodic_writeback_without_fsync);
+	tcase_add_test(tc, test_enospc_sparse_writes_keep_accepted_data);
 	suite_add_tcase(s, tc);
 	return s;
 }
