@@ -12,7 +12,8 @@
  *    Without KEEP_SIZE the size grows to off + len; with it, blocks past
  *    EOF may be preallocated (the checker only refuses *written* blocks
  *    past the size).
- *  - ENOSPC: the holes are counted against the free blocks first, so a
+ *  - ENOSPC: the holes are counted first against the blocks data may
+ *    still take (free minus the metadata reserve, as for write()), so a
  *    request that cannot fit changes nothing.  If allocation still runs out
  *    (extent tree blocks, another writer), what was allocated stays
  *    allocated and the size is left alone: Linux keeps partial allocations.
@@ -183,14 +184,15 @@ static int count_hole(struct space *sp, uint64_t lblk, uint64_t count)
 	return sp->need > sp->limit ? -ENOSPC : 0;
 }
 
-/* -ENOSPC if the bare holes of [first, end) need more blocks than are free
- * (stops counting as soon as they do). */
+/* -ENOSPC if the bare holes of [first, end) need more blocks than data may
+ * still take (the metadata reserve stays back, as for write(); counting
+ * stops as soon as they do). */
 static int check_space(struct space *sp, uint64_t first, uint64_t end)
 {
 	struct alloc_counts c;
 	alloc_get_counts(sp->fs->alloc, &c);
 	sp->need = 0;
-	sp->limit = c.free_blocks;
+	sp->limit = c.data_blocks;
 	return for_each_bare_hole(sp, first, end, count_hole);
 }
 
@@ -208,14 +210,15 @@ static int map_unwritten(struct space *sp, uint64_t lblk, uint64_t start, uint32
 		return err;
 	}
 	err = alloc_mark_blocks(fs->alloc, h, start, got);
-	if (err) {
-		alloc_unclaim_blocks(fs->alloc, start, got, 0);
-	} else {
+	if (!err) {
 		struct ordfs_extent e = { lblk, start, got, ORDFS_EXT_UNWRITTEN };
 		err = extent_insert(fs, h, sp->inode, &e);
-		if (err) /* e.g. no block left for the tree: give these back */
-			(void)alloc_free_blocks(fs->alloc, h, start, got, 0);
+		/* e.g. no block left for the tree: the marks never commit */
+		if (err && alloc_unmark_blocks(fs->alloc, h, start, got) != 0)
+			got = 0; /* the journal has aborted: leave the claim */
 	}
+	if (err)
+		alloc_unclaim_blocks(fs->alloc, start, got, 0);
 	int serr = journal_stop(h);
 	return err ? err : serr;
 }
@@ -223,10 +226,17 @@ static int map_unwritten(struct space *sp, uint64_t lblk, uint64_t start, uint32
 static int alloc_hole(struct space *sp, uint64_t lblk, uint64_t count)
 {
 	while (count > 0) {
-		uint32_t want = count < ORDFS_EXT_MAX_LEN ? (uint32_t)count : ORDFS_EXT_MAX_LEN;
+		struct alloc_counts c;
+		alloc_get_counts(sp->fs->alloc, &c); /* keep off the metadata reserve */
+		uint64_t want = count < ORDFS_EXT_MAX_LEN ? count : ORDFS_EXT_MAX_LEN;
+		if (want > c.data_blocks)
+			want = c.data_blocks;
+		if (want == 0)
+			return -ENOSPC;
 		uint64_t start;
 		uint32_t got;
-		int err = alloc_claim_blocks(sp->fs->alloc, sp->goal, want, 0, &start, &got);
+		int err = alloc_claim_blocks(sp->fs->alloc, sp->goal, (uint32_t)want, 0, &start,
+					     &got);
 		if (!err)
 			err = map_unwritten(sp, lblk, start, got);
 		if (err)

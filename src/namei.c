@@ -33,6 +33,7 @@
 #include "dir/dir.h"
 #include "extent/extent.h"
 #include "journal/journal.h"
+#include "xattr.h"
 
 static uint8_t dtype_of(uint16_t mode)
 {
@@ -148,9 +149,15 @@ void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
 		err = ordfs_unmap_from(fs, inode, 0); /* directory, long symlink: metadata */
 	if (!err) {
 		struct handle *h;
-		err = journal_start(fs->journal, 8, &h);
+		err = journal_start(fs->journal, 8 + xattr_credits(fs), &h);
 		if (!err) {
-			err = orphan_remove(fs, h, inode);
+			err = xattr_free_block_locked(fs, h, inode);
+			if (err && err != -EUCLEAN)
+				abort_half_done(fs, err);
+			else if (err == -EUCLEAN)
+				err = 0; /* not this inode's block: leave it to fsck */
+			if (!err)
+				err = orphan_remove(fs, h, inode);
 			if (!err)
 				err = alloc_free_inode(fs->alloc, h, inode->ino);
 			if (!err) {

@@ -10,7 +10,8 @@
  *    24  2  count     entries in the block, >= 1
  *    26  2  used      bytes of the entry area in use, a multiple of 4
  *    28  4  reserved  zero
- *    32     entries, back to back; past `used` the area is zero
+ *    32     entries, back to back; the rest of the area is written as
+ *           zeros (not checked when read)
  *
  *   entry: 0 u8 namespace (ORDFS_XATTR_NS_*), 1 u8 name length, 2 u16 value
  *   length, 4 the name without its prefix, then the value, zero-padded to a
@@ -24,7 +25,8 @@
  *  - The block exists exactly while the inode has an attribute: the first
  *    set allocates it (alloc_blocks, charged to d.blocks), removing the last
  *    attribute frees it (ALLOC_METADATA: journal_forget, revoke [J6]; the
- *    block is reusable once that free commits [J5]).
+ *    block is reusable once that free commits [J5]).  A new block never
+ *    comes out of the metadata reserve (room_for_new_block).
  *  - Verify on every use, not just on the first read: header, type, block
  *    number, checksum, owner, then the entry structure above; a failure is
  *    -EUCLEAN and nothing is changed, and no field is trusted before it is
@@ -37,8 +39,8 @@
  *    handle, write access (or the new block) comes first; a failure after
  *    the first change aborts the journal rather than commit half of it.
  *  - Locking: the public calls take inode->lock (shared for get and list,
- *    exclusive for set and remove), then journal_start; nothing here holds
- *    a lock across a commit [J8].
+ *    exclusive for set and remove), then journal_start; nothing here waits
+ *    for a commit while holding a handle [J8].
  *  - Attribute changes write the inode without INODE_WRITE_DATASYNC: as on
  *    Linux, fdatasync need not make them durable, fsync does (sync_tid).
  */
@@ -326,7 +328,20 @@ static int plan_splice(const struct ordfs *fs, const struct xview *v, uint32_t o
 	return 0;
 }
 
-static int plan_set(const struct ordfs *fs, const struct xview *v, const struct xname *k,
+/* A new xattr block may not come out of the metadata reserve: that is
+ * sized for the extent-tree blocks writeback of accepted data needs, and
+ * xattr blocks (one per inode) are not bounded by it.  So, as ext4 keeps
+ * its reserved clusters from xattr blocks, a first attribute needs a block
+ * that delayed data could still have reserved.  A check, not a claim: a
+ * race may let a few blocks through, never more than concurrent setters. */
+static bool room_for_new_block(struct ordfs *fs)
+{
+	struct alloc_counts c;
+	alloc_get_counts(fs->alloc, &c);
+	return c.data_blocks > 0;
+}
+
+static int plan_set(struct ordfs *fs, const struct xview *v, const struct xname *k,
 		    const void *value, uint32_t vlen, int flags, struct xplan *p)
 {
 	uint32_t off, old = 0;
@@ -341,6 +356,8 @@ static int plan_set(const struct ordfs *fs, const struct xview *v, const struct 
 	uint32_t add = xent_size(k->len, vlen), cap = xarea_capacity(fs);
 	if (add > cap || v->used - old > cap - add)
 		return -ENOSPC; /* all of an inode's attributes share one block */
+	if (!v->b && !room_for_new_block(fs))
+		return -ENOSPC;
 	int err = plan_splice(fs, v, off, old, add, p);
 	if (err)
 		return err;
@@ -374,12 +391,17 @@ static int abort_half_done(struct ordfs *fs, int err)
 	return err;
 }
 
-/* Frees a block allocated in this handle again after a later step failed. */
+/* Gives back a block allocated in this handle that never joined the
+ * transaction (a later step failed): its bit is cleared again and the
+ * claim dropped, so nothing of it can commit. */
 static void xblock_unallocate(struct ordfs *fs, struct handle *h, uint64_t blockno)
 {
-	int err = alloc_free_blocks(fs->alloc, h, blockno, 1, ALLOC_METADATA);
-	if (err)
+	int err = alloc_unmark_blocks(fs->alloc, h, blockno, 1);
+	if (err) {
 		abort_half_done(fs, err);
+		return; /* the claim stays: the block is not handed out again */
+	}
+	alloc_unclaim_blocks(fs->alloc, blockno, 1, 0);
 }
 
 /* A new xattr block for inode, joined to h with its header set. */

@@ -27,6 +27,7 @@
 #include "../blockdev/blockdev.h"
 #include "../dir/dir.h"
 #include "../extent/extent.h"
+#include "../xattr.h"
 
 struct inode_info {
 	uint16_t mode;
@@ -162,9 +163,15 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 	c->cur_has_blocks = false;
 	c->cur_last_lblk = 0;
 
-	if (inode->d.flags & ORDFS_INODE_FAST_SYMLINK)
-		return;
-	int err = extent_walk(c->fs, inode, &ops);
+	if (inode->d.xattr_block) {
+		claim_blocks(c, inode->d.xattr_block, 1);
+		if (xattr_verify(c->fs, inode) != 0)
+			problem(c, CHK_XATTR, "inode %u: bad xattr block %llu", inode->ino,
+				(unsigned long long)inode->d.xattr_block);
+	}
+	int err = 0;
+	if (!(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
+		err = extent_walk(c->fs, inode, &ops);
 	if (err) {
 		problem(c, CHK_EXTENT_TREE, "inode %u: extent tree unreadable (%d)", inode->ino, err);
 		return;

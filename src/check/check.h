@@ -37,6 +37,7 @@ enum check_problem {
 	CHK_UNREACHABLE,        /* in-use inode not reachable and not orphaned */
 	CHK_ORPHAN,             /* orphan list problem */
 	CHK_SUMMARY,            /* superblock free counts wrong (clean image) */
+	CHK_XATTR,              /* bad extended attribute block */
 };
 
 struct check_result {

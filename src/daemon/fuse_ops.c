@@ -556,6 +556,75 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t node, int datasync,
 	op_fsync(req, node, datasync, fi);
 }
 
+/* ---- extended attributes -------------------------------------------------- */
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t node, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	int err = ordfs_setxattr(ctx_of(req)->fs, inode, name, value, size, flags);
+	inode_put(ctx_of(req)->fs, inode);
+	reply_result(req, err);
+}
+
+/* getxattr and listxattr share the FUSE protocol: size 0 asks for the
+ * length, otherwise the value (or -ERANGE). */
+static void reply_xattr_value(fuse_req_t req, ssize_t n, const char *buf, size_t size)
+{
+	if (n < 0)
+		reply_result(req, (int)n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t node, const char *name, size_t size)
+{
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	char *buf = size ? malloc(size) : NULL;
+	if (size && !buf) {
+		inode_put(ctx_of(req)->fs, inode);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ssize_t n = ordfs_getxattr(ctx_of(req)->fs, inode, name, buf, size);
+	inode_put(ctx_of(req)->fs, inode);
+	reply_xattr_value(req, n, buf, size);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t node, size_t size)
+{
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	char *buf = size ? malloc(size) : NULL;
+	if (size && !buf) {
+		inode_put(ctx_of(req)->fs, inode);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ssize_t n = ordfs_listxattr(ctx_of(req)->fs, inode, buf, size);
+	inode_put(ctx_of(req)->fs, inode);
+	reply_xattr_value(req, n, buf, size);
+	free(buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t node, const char *name)
+{
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	int err = ordfs_removexattr(ctx_of(req)->fs, inode, name);
+	inode_put(ctx_of(req)->fs, inode);
+	reply_result(req, err);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
@@ -590,4 +659,8 @@ const struct fuse_lowlevel_ops ordfs_fuse_ops = {
 	.readdirplus = op_readdirplus,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
 };

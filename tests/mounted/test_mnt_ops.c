@@ -8,13 +8,16 @@
  * larger), flush/release (close), unlink (also of an open file), rename
  * (plain, over a file, across directories, into its own subdirectory),
  * readdir of a few thousand entries with telldir/seekdir, fsync,
- * fdatasync, fsyncdir and statfs.
+ * fdatasync, fsyncdir and statfs; and creates racing with the eviction of
+ * unlinked inodes (inode numbers are reused at once).
  *
  * Each test mounts a fresh image with the real daemon and ends with
  * mnt_finish(): clean unmount, daemon exit 0, checker finds nothing.
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -87,6 +90,18 @@ static bool all_zero(const uint8_t *p, size_t len)
 		if (p[i])
 			return false;
 	return true;
+}
+
+static unsigned count_names(const char *path)
+{
+	DIR *d = opendir(path);
+	ck_assert_msg(d, "opendir %s: %s", path, strerror(errno));
+	unsigned n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return n;
 }
 
 static nlink_t links_of(const char *path)
@@ -1005,6 +1020,84 @@ START_TEST(test_statfs)
 }
 END_TEST
 
+/* ---- inode reuse under concurrency ------------------------------------------ */
+
+#define RACE_THREADS 4
+#define RACE_MS 6000u
+
+struct race_thread {
+	struct mnt *m;
+	unsigned id;
+	pthread_t thread;
+	unsigned done; /* create/write/close/unlink cycles */
+	int err;       /* first failure */
+	char what[300];
+};
+
+static atomic_int race_stop;
+static uint64_t race_deadline;
+
+static void *race_loop(void *arg)
+{
+	struct race_thread *t = arg;
+	char path[PATH_MAX];
+	while (!atomic_load(&race_stop) && mnt_now_ms() < race_deadline) {
+		snprintf(path, sizeof(path), "%s/race/t%u-%u", t->m->mountpoint, t->id, t->done);
+		const char *step = "open(O_CREAT|O_EXCL)";
+		int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			step = "write";
+			if (write(fd, "x", 1) == 1) {
+				step = "close";
+				if (close(fd) == 0) {
+					step = "unlink";
+					if (unlink(path) == 0) {
+						t->done++;
+						continue;
+					}
+				}
+			} else {
+				close(fd);
+			}
+		}
+		t->err = errno;
+		snprintf(t->what, sizeof(t->what), "%s of %s", step, path + strlen(t->m->mountpoint));
+		atomic_store(&race_stop, 1);
+	}
+	return NULL;
+}
+
+/* Unlinked inodes are evicted (and their numbers freed) when the kernel
+ * forgets them, concurrently with creates that reuse the numbers. */
+START_TEST(test_create_unlink_race)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, NULL);
+	MNT_OK(mkdir(mnt_path(&m, "race"), 0755));
+	struct race_thread t[RACE_THREADS];
+	atomic_store(&race_stop, 0);
+	race_deadline = mnt_now_ms() + RACE_MS;
+	for (unsigned i = 0; i < RACE_THREADS; i++) {
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].m = &m;
+		t[i].id = i;
+		ck_assert_int_eq(pthread_create(&t[i].thread, NULL, race_loop, &t[i]), 0);
+	}
+	unsigned total = 0;
+	for (unsigned i = 0; i < RACE_THREADS; i++) {
+		pthread_join(t[i].thread, NULL);
+		total += t[i].done;
+	}
+	printf("create/unlink race: %u cycles in %u threads\n", total, RACE_THREADS);
+	for (unsigned i = 0; i < RACE_THREADS; i++)
+		ck_assert_msg(t[i].err == 0, "%s failed after %u cycles in all: %s", t[i].what,
+			      total, strerror(t[i].err));
+	ck_assert_uint_eq(count_names(mnt_path(&m, "race")), 0);
+	mnt_finish(&m);
+}
+END_TEST
+
 static Suite *ops_suite(void)
 {
 	Suite *s = suite_create("mounted_ops");
@@ -1025,6 +1118,7 @@ static Suite *ops_suite(void)
 	tcase_add_test(tc, test_readdir_many);
 	tcase_add_test(tc, test_fsync_family);
 	tcase_add_test(tc, test_statfs);
+	tcase_add_test(tc, test_create_unlink_race);
 	suite_add_tcase(s, tc);
 	return s;
 }
