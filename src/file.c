@@ -234,10 +234,14 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 			    extent_credits(fs, inode, 1) + alloc_credits(fs->alloc, got) + 1, &h);
 	if (err)
 		goto unclaim;
+	bool undo = false; /* nothing recorded: the claim can go back */
 	err = alloc_mark_blocks(fs->alloc, h, start, got);
-	if (!err) {
+	if (err) {
+		undo = true;
+	} else {
 		struct ordfs_extent e = { v[0]->lblk, start, got, 0 };
-		err = extent_insert(fs, h, inode, &e);
+		err = extent_insert(fs, h, inode, &e); /* changes nothing if it fails */
+		undo = err && alloc_unmark_blocks(fs->alloc, h, start, got) == 0;
 	}
 	if (!err) {
 		uint64_t end = (v[0]->lblk + got) * fs->block_size;
@@ -247,6 +251,8 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 		err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
 	}
 	int serr = journal_stop(h);
+	if (undo)
+		goto unclaim; /* the pages stay delayed, their reservations back */
 	if (!err)
 		err = serr;
 	if (err)
@@ -483,16 +489,7 @@ static int zero_tail_of_last_block(struct ordfs *fs, struct inode *inode, uint64
 	uint32_t in = (uint32_t)(size % fs->block_size);
 	if (in == 0)
 		return 0;
-	struct ordfs_extent ext;
-	uint64_t lblk = size / fs->block_size;
-	int mapped = extent_lookup(fs, inode, lblk, &ext);
-	if (mapped <= 0 && !page_find(inode, lblk))
-		return mapped < 0 ? mapped : 0;
-	struct page *page;
-	int err = page_get(fs, inode, lblk, false, &page);
-	if (!err)
-		memset(page->data + in, 0, fs->block_size - in);
-	return err;
+	return file_zero_partial(fs, inode, size / fs->block_size, in, fs->block_size);
 }
 
 int file_drop_pages(struct ordfs *fs, struct inode *inode, uint64_t first, uint64_t end)

@@ -556,6 +556,36 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t node, int datasync,
 	op_fsync(req, node, datasync, fi);
 }
 
+static void op_fallocate(fuse_req_t req, fuse_ino_t node, int mode, off_t offset,
+			 off_t length, struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	int err = ordfs_fallocate(ctx_of(req)->fs, inode, mode, (uint64_t)offset,
+				  (uint64_t)length);
+	inode_put(ctx_of(req)->fs, inode);
+	reply_result(req, err);
+}
+
+/* The kernel sends only SEEK_DATA and SEEK_HOLE here. */
+static void op_lseek(fuse_req_t req, fuse_ino_t node, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	off_t pos = off < 0 ? -ENXIO
+			    : ordfs_seek_data_hole(ctx_of(req)->fs, inode, (uint64_t)off, whence);
+	inode_put(ctx_of(req)->fs, inode);
+	if (pos < 0)
+		reply_result(req, (int)pos);
+	else
+		fuse_reply_lseek(req, pos);
+}
+
 /* ---- extended attributes -------------------------------------------------- */
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t node, const char *name, const char *value,
@@ -659,6 +689,8 @@ const struct fuse_lowlevel_ops ordfs_fuse_ops = {
 	.readdirplus = op_readdirplus,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
+	.fallocate = op_fallocate,
+	.lseek = op_lseek,
 	.setxattr = op_setxattr,
 	.getxattr = op_getxattr,
 	.listxattr = op_listxattr,

@@ -271,10 +271,14 @@ int main(int argc, char **argv)
 	finish_detach(verdict_fd, true);
 
 	int loop = serve(se, &o);
+	if (loop != 0 && !fuse_session_exited(se))
+		logmsg(LOG_ERR, "the FUSE loop failed (%d)", loop);
+	/* However the loop ended (unmount, SIGTERM, SIGINT), leave the image
+	 * clean; the exit status says whether that worked. */
 	err = ordfs_unmount(dctx.fs);
 	if (err)
 		logmsg(LOG_ERR, "unmount could not leave the image clean: %s", strerror(-err));
-	status = (loop == 0 && err == 0) ? 0 : 1;
+	status = err == 0 ? 0 : 1;
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:

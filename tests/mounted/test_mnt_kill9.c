@@ -632,7 +632,8 @@ static void run_round(struct mnt *m, unsigned round, uint64_t *rng, unsigned *re
 	bool rec = log_says_recovered(m->log);
 	*recovered += rec;
 	mnt_stop(m);
-	printf("round %2u: checking the image as recovery left it\n", round);
+	printf("round %2u: %s; checking the image as recovery left it\n", round,
+	       rec ? "journal replayed" : "no replay needed");
 	fflush(stdout);
 	mnt_check(m);
 
