@@ -337,7 +337,9 @@ int ordfs_unmount(struct ordfs *fs)
 
 	writeback_thread_stop(fs);
 	if (fs->journal) {
-		err = file_writeback_all(fs);
+		err = inode_evict_unlinked(fs);
+		if (!err)
+			err = file_writeback_all(fs);
 		int jerr = journal_close(fs->journal);
 		fs->journal = NULL;
 		if (!err)

@@ -208,13 +208,40 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 		inode_put(fs, inode);
 		return;
 	}
-	struct inode **pp = slot_of(ic, inode->ino);
-	while (*pp != inode)
-		pp = &(*pp)->hash_next;
-	*pp = inode->hash_next;
-	ic->count--;
+	if (!inode->unhashed) {
+		struct inode **pp = slot_of(ic, inode->ino);
+		while (*pp != inode)
+			pp = &(*pp)->hash_next;
+		*pp = inode->hash_next;
+		ic->count--;
+	}
 	pthread_mutex_unlock(&ic->lock);
 	inode_free(inode);
+}
+
+/* Inserts a just-created inode.  Its number was free on disk, so an entry
+ * still cached under it is a dying inode (freed by an eviction that has
+ * not dropped its last reference yet): the new inode takes its place and
+ * the old one is freed by its own last put. */
+static struct inode *cache_insert_new(struct inode_cache *ic, struct inode *fresh)
+{
+	pthread_mutex_lock(&ic->lock);
+	struct inode **pp = slot_of(ic, fresh->ino);
+	while (*pp && (*pp)->ino != fresh->ino)
+		pp = &(*pp)->hash_next;
+	if (*pp) {
+		struct inode *old = *pp;
+		*pp = old->hash_next;
+		old->unhashed = true;
+		ic->count--;
+	}
+	struct inode **slot = slot_of(ic, fresh->ino);
+	fresh->hash_next = *slot;
+	*slot = fresh;
+	fresh->refs = 1;
+	ic->count++;
+	pthread_mutex_unlock(&ic->lock);
+	return fresh;
 }
 
 int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inode *, void *),
@@ -300,6 +327,25 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mod
 		inode_free(fresh);
 		return err;
 	}
-	*out = cache_insert(fs->icache, fresh);
+	*out = cache_insert_new(fs->icache, fresh);
 	return 0;
+}
+
+static int evict_if_unlinked(struct ordfs *fs, struct inode *inode, void *ctx)
+{
+	(void)ctx;
+	pthread_mutex_lock(&fs->icache->lock);
+	bool evict = inode->d.links == 0 && inode->d.mode != 0 && !inode->evicting &&
+		     !inode->unhashed;
+	if (evict)
+		inode->evicting = true;
+	pthread_mutex_unlock(&fs->icache->lock);
+	if (evict)
+		ordfs_inode_evict(fs, inode);
+	return 0;
+}
+
+int inode_evict_unlinked(struct ordfs *fs)
+{
+	return inode_cache_for_each(fs, evict_if_unlinked, NULL);
 }

@@ -45,6 +45,8 @@ struct inode {
 	/* inode_cache lock */
 	uint32_t refs;
 	bool evicting;         /* links == 0 and being freed on disk */
+	bool unhashed;         /* replaced in the cache by a new inode with the
+				  same number (its last put just frees it) */
 	struct inode *hash_next;
 };
 
@@ -77,6 +79,10 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mod
  * first error and returns it. */
 int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inode *, void *),
 			 void *ctx);
+
+/* Frees on disk every cached inode whose link count is 0, whatever still
+ * references it (unmount: the kernel's references die with the mount). */
+int inode_evict_unlinked(struct ordfs *fs);
 
 /* Reads an inode straight from the table without caching (checker). */
 int inode_read_raw(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out);
