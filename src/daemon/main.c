@@ -183,7 +183,10 @@ static struct fuse_session *make_session(const struct daemon_options *o,
 	if (o->debug)
 		fargv[fargc++] = "-d";
 	struct fuse_args args = FUSE_ARGS_INIT(fargc, fargv);
-	return fuse_session_new(&args, &ordfs_fuse_ops, sizeof(ordfs_fuse_ops), dctx);
+	struct fuse_session *se =
+		fuse_session_new(&args, &ordfs_fuse_ops, sizeof(ordfs_fuse_ops), dctx);
+	fuse_opt_free_args(&args); /* libfuse may have copied and extended them */
+	return se;
 }
 
 static int serve(struct fuse_session *se, const struct daemon_options *o)
