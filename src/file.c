@@ -575,7 +575,10 @@ int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
 
 	if (size > (1ull << 62))
 		return -EFBIG;
-	if (size < inode->size) {
+	if (size <= inode->size) {
+		/* Shrinking, or truncating to the same size: either way every
+		 * block past the new end goes, preallocated (KEEP_SIZE) blocks
+		 * included, as Linux's truncate does. */
 		uint64_t keep_blocks = (size + bs - 1) / bs;
 		err = file_drop_pages(fs, inode, keep_blocks, UINT64_MAX);
 		if (!err)

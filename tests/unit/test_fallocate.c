@@ -780,6 +780,34 @@ START_TEST(test_fallocate_invalid)
 }
 END_TEST
 
+/* Blocks preallocated past EOF (KEEP_SIZE) go with the file: at unlink
+ * (size 0, nothing to shrink) and at a truncate to the same size. */
+START_TEST(test_preallocated_past_eof_freed)
+{
+	static const struct ordfs_cred owner = { 0, 0 };
+	struct test_fs t;
+	tfs_setup(&t, 32 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t), *f;
+	struct alloc_counts c0, c;
+	ck_assert_int_eq(ordfs_sync(t.fs), 0);
+	alloc_get_counts(t.fs->alloc, &c0);
+	ck_assert_int_eq(ordfs_create(t.fs, root, "pre", 0644, &owner, &f), 0);
+	ck_assert_int_eq(ordfs_fallocate(t.fs, f, FALLOC_FL_KEEP_SIZE, 0, 64 * 4096), 0);
+	ck_assert_uint_eq(f->size, 0);
+	ck_assert_uint_eq(f->d.blocks, 64);
+	ck_assert_int_eq(ordfs_truncate(t.fs, f, 0), 0); /* same size */
+	ck_assert_uint_eq(f->d.blocks, 0);
+	ck_assert_int_eq(ordfs_fallocate(t.fs, f, FALLOC_FL_KEEP_SIZE, 4096, 32 * 4096), 0);
+	ck_assert_int_eq(ordfs_unlink(t.fs, root, "pre"), 0);
+	inode_put(t.fs, f);
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	alloc_get_counts(t.fs->alloc, &c);
+	ck_assert_uint_eq(c.free_blocks, c0.free_blocks);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 static Suite *fallocate_suite(void)
 {
 	Suite *s = suite_create("fallocate");
@@ -799,6 +827,7 @@ static Suite *fallocate_suite(void)
 	tcase_add_test(tc, test_seek_data_hole);
 	tcase_add_test(tc, test_fallocate_enospc);
 	tcase_add_test(tc, test_fallocate_invalid);
+	tcase_add_test(tc, test_preallocated_past_eof_freed);
 	suite_add_tcase(s, tc);
 	return s;
 }
