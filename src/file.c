@@ -568,6 +568,19 @@ int ordfs_unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
 	return ordfs_unmap_range(fs, inode, first_lblk, UINT64_MAX - first_lblk);
 }
 
+/* Writes the lowered size and puts the inode on the orphan list in one
+ * handle, so a crash before the blocks are freed is finished at mount. */
+static int truncate_lower_size(struct ordfs *fs, struct inode *inode)
+{
+	struct handle *h;
+	int err = journal_start(fs->journal, INODE_WRITE_CREDITS + 2, &h);
+	if (err)
+		return err;
+	err = ordfs_truncate_begin(fs, h, inode);
+	int serr = journal_stop(h);
+	return err ? err : serr;
+}
+
 int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
 {
 	uint32_t bs = fs->block_size;
@@ -587,10 +600,12 @@ int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
 			inode->size = size;
 			if (inode->d.size > size)
 				inode->d.size = size;
-			err = update_disk_size(fs, inode);
+			err = truncate_lower_size(fs, inode);
 		}
 		if (!err)
 			err = ordfs_unmap_from(fs, inode, keep_blocks);
+		if (!err)
+			err = ordfs_truncate_end(fs, inode);
 	} else if (size > inode->size) {
 		inode->size = size; /* a hole; d.size follows at writeback */
 	}

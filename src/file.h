@@ -21,6 +21,7 @@
 
 struct ordfs;
 struct inode;
+struct handle;
 
 /* True if the inode has dirty pages (any lock may be held; it is a hint
  * for eviction, read under the inode cache lock). */
@@ -65,7 +66,12 @@ int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size);
  * Errors are logged and leave the inode on the orphan list for the next
  * mount. */
 void ordfs_inode_evict(struct ordfs *fs, struct inode *inode);
-/* Frees every inode on the orphan list (mount, after a crash). */
+/* The orphan-list bracket of a truncate (namei.c): begin runs in the
+ * handle that lowers d.size, end after the last block is freed. */
+int ordfs_truncate_begin(struct ordfs *fs, struct handle *h, struct inode *inode);
+int ordfs_truncate_end(struct ordfs *fs, struct inode *inode);
+/* Frees every inode on the orphan list (mount, after a crash): evicts the
+ * unlinked ones and finishes interrupted truncates of the others. */
 int ordfs_process_orphans(struct ordfs *fs);
 
 #endif

@@ -139,6 +139,32 @@ static int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode
 	return err;
 }
 
+/* Truncates that free blocks in several handles keep the inode on the
+ * orphan list from the handle that lowers the size to the last one, so a
+ * crash in between is finished by the next mount (ordfs_process_orphans).
+ * An unlinked inode is on the list already and stays there. */
+int ordfs_truncate_begin(struct ordfs *fs, struct handle *h, struct inode *inode)
+{
+	if (inode->d.flags & ORDFS_INODE_ORPHAN)
+		return inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+	return orphan_add(fs, h, inode);
+}
+
+int ordfs_truncate_end(struct ordfs *fs, struct inode *inode)
+{
+	if (inode->d.links == 0 || !(inode->d.flags & ORDFS_INODE_ORPHAN))
+		return 0;
+	struct handle *h;
+	int err = journal_start(fs->journal, 4, &h);
+	if (err)
+		return err;
+	err = orphan_remove(fs, h, inode);
+	if (!err)
+		err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+	int serr = journal_stop(h);
+	return err ? err : serr;
+}
+
 void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
 {
 	pthread_rwlock_wrlock(&inode->lock);
@@ -185,17 +211,15 @@ int ordfs_process_orphans(struct ordfs *fs)
 		if (err)
 			return err;
 		if (inode->d.links > 0) {
-			/* Not really orphaned: just take it off the list. */
-			struct handle *h;
-			err = journal_start(fs->journal, 4, &h);
-			if (!err) {
-				err = orphan_remove(fs, h, inode);
-				if (!err)
-					err = inode_write(fs, h, inode, 0);
-				int serr = journal_stop(h);
-				if (!err)
-					err = serr;
-			}
+			/* A truncate interrupted by the crash: d.size is already
+			 * the new size; free what lies past it, then take the
+			 * inode off the list. */
+			pthread_rwlock_wrlock(&inode->lock);
+			err = ordfs_unmap_from(fs, inode,
+					       (inode->d.size + fs->block_size - 1) / fs->block_size);
+			if (!err)
+				err = ordfs_truncate_end(fs, inode);
+			pthread_rwlock_unlock(&inode->lock);
 		}
 		inode_put(fs, inode); /* links == 0: evicts */
 		if (err)

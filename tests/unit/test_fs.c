@@ -610,6 +610,51 @@ START_TEST(test_enospc_sparse_writes_keep_accepted_data)
 }
 END_TEST
 
+/* A truncate interrupted after it lowered the size but before it freed the
+ * blocks is finished by the next mount: the inode is on the orphan list
+ * from the first handle on. */
+START_TEST(test_interrupted_truncate_finished_at_mount)
+{
+	struct test_fs t;
+	tfs_setup(&t, 32 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	struct inode *f = make_file(&t, root, "big");
+	static uint8_t data[400000];
+	fill_pattern(data, sizeof(data), 31);
+	write_all(&t, f, data, sizeof(data), 0);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	uint64_t blocks = f->d.blocks;
+	ck_assert_uint_gt(blocks, 90);
+
+	/* The first step of truncate(f, 1000), alone, then a crash. */
+	pthread_rwlock_wrlock(&f->lock);
+	f->size = f->d.size = 1000;
+	struct handle *h = tfs_start(&t, 4);
+	ck_assert_int_eq(ordfs_truncate_begin(t.fs, h, f), 0);
+	tfs_stop(h);
+	pthread_rwlock_unlock(&f->lock);
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	ck_assert_uint_eq(t.fs->sb.orphan_head, f->ino);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_crash(&t);
+
+	tfs_mount(&t);
+	ck_assert_uint_eq(t.fs->sb.orphan_head, 0);
+	root = tfs_root(&t);
+	ck_assert_int_eq(ordfs_lookup(t.fs, root, "big", &f), 0);
+	ck_assert_uint_eq(f->size, 1000);
+	ck_assert_uint_eq(f->d.blocks, 1);
+	uint8_t got[1000];
+	ck_assert_int_eq(ordfs_read(t.fs, f, got, sizeof(got), 0), 1000);
+	ck_assert_mem_eq(got, data, 1000);
+	ck_assert(!(f->d.flags & ORDFS_INODE_ORPHAN));
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 static Suite *fs_suite(void)
 {
 	Suite *s = suite_create("fs");
@@ -628,6 +673,7 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_replace_via_rename_without_fsync);
 	tcase_add_test(tc, test_periodic_writeback_without_fsync);
 	tcase_add_test(tc, test_enospc_sparse_writes_keep_accepted_data);
+	tcase_add_test(tc, test_interrupted_truncate_finished_at_mount);
 	suite_add_tcase(s, tc);
 	return s;
 }
