@@ -184,14 +184,17 @@ void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
 				err = 0; /* not this inode's block: leave it to fsck */
 			if (!err)
 				err = orphan_remove(fs, h, inode);
-			if (!err)
-				err = alloc_free_inode(fs->alloc, h, inode->ino);
 			if (!err) {
+				/* Zero the slot before freeing the number: once the
+				 * number is free a create may take it and write the
+				 * same slot, which our write must never follow. */
 				uint32_t gen = inode->d.generation;
 				memset(&inode->d, 0, sizeof(inode->d));
 				inode->d.generation = gen + 1;
 				err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
 			}
+			if (!err)
+				err = alloc_free_inode(fs->alloc, h, inode->ino);
 			int serr = journal_stop(h);
 			if (!err)
 				err = serr;
