@@ -719,6 +719,17 @@ static int rename_checks(struct ordfs *fs, struct rename_ctx *rc)
 	return 0;
 }
 
+/* Both directories of a rename changed: times and inodes (once if same). */
+static int write_rename_dirs(struct ordfs *fs, struct handle *h, struct rename_ctx *rc)
+{
+	touch_dir(rc->olddir);
+	touch_dir(rc->newdir);
+	int err = inode_write(fs, h, rc->olddir, INODE_WRITE_DATASYNC);
+	if (!err && rc->newdir != rc->olddir)
+		err = inode_write(fs, h, rc->newdir, INODE_WRITE_DATASYNC);
+	return err;
+}
+
 /* The changes of a rename, in one handle.  The only step that can fail
  * for lack of space (adding the new name) comes first. */
 static int rename_apply(struct ordfs *fs, struct handle *h, struct rename_ctx *rc)
@@ -748,12 +759,8 @@ static int rename_apply(struct ordfs *fs, struct handle *h, struct rename_ctx *r
 		rc->src->d.ctime = ordfs_now();
 		err = inode_write(fs, h, rc->src, INODE_WRITE_DATASYNC);
 	}
-	touch_dir(rc->olddir);
-	touch_dir(rc->newdir);
 	if (!err)
-		err = inode_write(fs, h, rc->olddir, INODE_WRITE_DATASYNC);
-	if (!err && rc->newdir != rc->olddir)
-		err = inode_write(fs, h, rc->newdir, INODE_WRITE_DATASYNC);
+		err = write_rename_dirs(fs, h, rc);
 	if (err)
 		abort_half_done(fs, err);
 	return err;
@@ -800,16 +807,12 @@ static int exchange_apply(struct ordfs *fs, struct handle *h, struct rename_ctx 
 	}
 	struct ordfs_timespec now = ordfs_now();
 	rc->src->d.ctime = rc->dst->d.ctime = now;
-	touch_dir(rc->olddir);
-	touch_dir(rc->newdir);
 	if (!err)
 		err = inode_write(fs, h, rc->src, INODE_WRITE_DATASYNC);
 	if (!err)
 		err = inode_write(fs, h, rc->dst, INODE_WRITE_DATASYNC);
 	if (!err)
-		err = inode_write(fs, h, rc->olddir, INODE_WRITE_DATASYNC);
-	if (!err && rc->newdir != rc->olddir)
-		err = inode_write(fs, h, rc->newdir, INODE_WRITE_DATASYNC);
+		err = write_rename_dirs(fs, h, rc);
 	if (err)
 		abort_half_done(fs, err);
 	return err;
