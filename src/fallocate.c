@@ -26,7 +26,8 @@
  *    blocks inside marked UNWRITTEN (metadata only: the old bytes stay on
  *    disk, unreachable), then holes preallocated as in mode 0.  The size
  *    grows unless KEEP_SIZE.
- *  - Every mode sets mtime and ctime and clears set-user-ID, as write does.
+ *  - Every mode sets mtime and ctime; set-user-ID is cleared by the kernel
+ *    (a setattr before the call) for callers without CAP_FSETID, as for write.
  *  - Crashes: each handle is atomic and leaves a consistent tree; a range
  *    that took several handles may be half done after a crash unless it
  *    was followed by fsync, like a long write.  Zeroed edge bytes reach the
@@ -367,7 +368,7 @@ static int fallocate_finish(struct ordfs *fs, struct inode *inode, uint64_t new_
 	if (err)
 		return err;
 	inode->d.mtime = inode->d.ctime = ordfs_now();
-	inode->d.mode &= (uint16_t)~S_ISUID;
+	/* set-user-ID: the kernel clears it for unprivileged callers (setattr) */
 	err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
 	int serr = journal_stop(h);
 	return err ? err : serr;

@@ -468,7 +468,8 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 	}
 	if (done > 0) {
 		inode->d.mtime = inode->d.ctime = ordfs_now();
-		inode->d.mode &= (uint16_t)~04000; /* writes clear set-user-ID */
+		/* Set-user-ID is not cleared here: the kernel does it, with a
+		 * setattr before the write, for writers without CAP_FSETID. */
 		inode->times_dirty = true;
 	}
 	uint64_t limit = fs->dirty_limit_pages ? fs->dirty_limit_pages
