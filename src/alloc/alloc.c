@@ -35,6 +35,7 @@ struct alloc {
 	uint64_t pending_free;
 	uint32_t free_inodes;
 	uint64_t rotor;       /* where the last claim ended */
+	uint32_t inode_rotor; /* inode number after the last one handed out */
 	uint64_t meta_reserve; /* blocks only metadata may use (see available_for) */
 };
 
@@ -418,9 +419,14 @@ int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
 	}
 	if (goal < ORDFS_FIRST_INO || goal > a->inode_count)
 		goal = ORDFS_FIRST_INO;
-	uint64_t i = find_zero(a->imap, goal - 1, a->inode_count);
+	/* The goal itself if free (keeps a directory's files together),
+	 * else onwards from where the last allocation ended: scanning from
+	 * the goal every time made creates O(inodes in use). */
+	uint64_t from = bit_test(a->imap, goal - 1) && a->inode_rotor > goal ? a->inode_rotor - 1
+									  : goal - 1;
+	uint64_t i = find_zero(a->imap, from, a->inode_count);
 	if (i == a->inode_count)
-		i = find_zero(a->imap, ORDFS_FIRST_INO - 1, goal - 1);
+		i = find_zero(a->imap, ORDFS_FIRST_INO - 1, from);
 	if (i >= a->inode_count || i < ORDFS_FIRST_INO - 1 || bit_test(a->imap, i)) {
 		pthread_mutex_unlock(&a->lock);
 		return -ENOSPC;
@@ -431,6 +437,7 @@ int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
 		bit_set(a->imap, i);
 		a->free_inodes--;
 		*ino = (uint32_t)i + 1;
+		a->inode_rotor = (uint32_t)i + 2;
 	}
 	pthread_mutex_unlock(&a->lock);
 	return err;
