@@ -715,3 +715,29 @@ int mnt_run_suite(Suite *s)
 	cleanup_root();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+int mnt_create_file(const char *path, mode_t mode, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	ck_assert_msg(fd >= 0, "create %s: %s", path, strerror(errno));
+	if (text)
+		mnt_write_all(fd, text, strlen(text));
+	return fd;
+}
+
+void mnt_make_file(const char *path, mode_t mode, const char *text)
+{
+	int fd = mnt_create_file(path, mode, text);
+	MNT_OK(close(fd));
+}
+
+void mnt_expect_text(const char *path, const char *text)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	size_t n = mnt_read_full(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n] = '\0';
+	ck_assert_msg(strcmp(buf, text) == 0, "%s holds '%s', expected '%s'", path, buf, text);
+}

@@ -157,4 +157,11 @@ size_t mnt_read_full(int fd, void *buf, size_t len); /* stops at EOF */
 /* Monotonic clock in milliseconds. */
 uint64_t mnt_now_ms(void);
 
+/* Creates path (O_EXCL) with mode and optional text; returns the open fd. */
+int mnt_create_file(const char *path, mode_t mode, const char *text);
+/* Creates path (O_EXCL) with mode and optional text, and closes it. */
+void mnt_make_file(const char *path, mode_t mode, const char *text);
+/* Asserts that path holds exactly text (up to 4 KiB). */
+void mnt_expect_text(const char *path, const char *text);
+
 #endif

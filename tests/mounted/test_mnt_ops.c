@@ -59,32 +59,6 @@ static void expect_time(struct timespec t, time_t sec, long nsec, const char *wh
 		      t.tv_nsec, (long long)sec, nsec);
 }
 
-static int create_file(const char *path, mode_t mode, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-	ck_assert_msg(fd >= 0, "create %s: %s", path, strerror(errno));
-	if (text)
-		mnt_write_all(fd, text, strlen(text));
-	return fd;
-}
-
-static void make_file(const char *path, mode_t mode, const char *text)
-{
-	int fd = create_file(path, mode, text);
-	MNT_OK(close(fd));
-}
-
-static void expect_text(const char *path, const char *text)
-{
-	char buf[4096];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
-	size_t n = mnt_read_full(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n] = '\0';
-	ck_assert_msg(strcmp(buf, text) == 0, "%s holds '%s', expected '%s'", path, buf, text);
-}
-
 static bool all_zero(const uint8_t *p, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
@@ -158,7 +132,7 @@ START_TEST(test_lookup_getattr)
 	ck_assert(S_ISDIR(st.st_mode));
 
 	struct timespec t0 = realtime();
-	int fd = create_file(mnt_path(&m, "file"), 0640, "hello");
+	int fd = mnt_create_file(mnt_path(&m, "file"), 0640, "hello");
 	struct timespec t1 = realtime();
 	MNT_OK(fstat(fd, &fst));
 	MNT_OK(close(fd));
@@ -180,7 +154,7 @@ START_TEST(test_lookup_getattr)
 	char name[300];
 	memset(name, 'n', 255);
 	name[255] = '\0';
-	make_file(mnt_path(&m, "%s", name), 0644, NULL);
+	mnt_make_file(mnt_path(&m, "%s", name), 0644, NULL);
 	MNT_OK(stat(mnt_path(&m, "%s", name), &st));
 	memset(name, 'n', 256);
 	name[256] = '\0';
@@ -204,7 +178,7 @@ START_TEST(test_setattr_mode_owner)
 	mnt_start(&m, NULL);
 	const char *f = mnt_path(&m, "f");
 	struct stat st, before;
-	make_file(f, 0644, "data");
+	mnt_make_file(f, 0644, "data");
 	MNT_OK(stat(f, &before));
 
 	MNT_OK(chmod(f, 0600));
@@ -227,7 +201,7 @@ START_TEST(test_setattr_mode_owner)
 	MNT_OK(close(fd));
 	MNT_OK(stat(f, &st));
 	ck_assert_uint_eq(st.st_mode, S_IFREG | 04750);
-	expect_text(f, "data");
+	mnt_expect_text(f, "data");
 
 	MNT_OK(mkdir(mnt_path(&m, "d"), 0755));
 	MNT_OK(chmod(mnt_path(&m, "d"), 01777));
@@ -290,7 +264,7 @@ START_TEST(test_setattr_times)
 	mnt_start(&m, NULL);
 	const char *f = mnt_path(&m, "f");
 	struct stat st;
-	make_file(f, 0644, "x");
+	mnt_make_file(f, 0644, "x");
 
 	struct timespec ts[2] = { { 1000000000, 123456789 }, { 1234567890, 987654321 } };
 	MNT_OK(utimensat(AT_FDCWD, f, ts, 0));
@@ -386,7 +360,7 @@ START_TEST(test_mkdir_rmdir)
 	MNT_OK(mkdir(mnt_path(&m, "a/b"), 0755));
 	MNT_OK(mkdir(mnt_path(&m, "a/b/c"), 0755));
 	ck_assert_uint_eq(links_of(mnt_path(&m, "a")), 3);
-	make_file(mnt_path(&m, "a/file"), 0644, "x");
+	mnt_make_file(mnt_path(&m, "a/file"), 0644, "x");
 	MNT_FAILS(mkdir(mnt_path(&m, "a/file"), 0755), EEXIST);
 	MNT_FAILS(mkdir(mnt_path(&m, "a/file/x"), 0755), ENOTDIR);
 
@@ -439,11 +413,11 @@ START_TEST(test_create_open)
 	ck_assert_uint_eq(st.st_mode, S_IFREG | 0604);
 
 	MNT_FAILS(open(f, O_CREAT | O_EXCL | O_WRONLY, 0644), EEXIST);
-	expect_text(f, "first");
+	mnt_expect_text(f, "first");
 	fd = open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0600); /* exists: opened, untouched */
 	ck_assert_int_ge(fd, 0);
 	MNT_OK(close(fd));
-	expect_text(f, "first");
+	mnt_expect_text(f, "first");
 	MNT_OK(stat(f, &st));
 	ck_assert_uint_eq(st.st_mode, S_IFREG | 0604);
 
@@ -453,7 +427,7 @@ START_TEST(test_create_open)
 	ck_assert_int_eq(st.st_size, 0);
 	mnt_write_all(fd, "second", 6);
 	MNT_OK(close(fd));
-	expect_text(f, "second");
+	mnt_expect_text(f, "second");
 
 	fd = open(mnt_path(&m, "g"), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0640);
 	ck_assert_msg(fd >= 0, "O_CREAT|O_EXCL of a new name: %s", strerror(errno));
@@ -504,7 +478,7 @@ START_TEST(test_read_write_small)
 	ck_assert_int_eq(write(fd, "!", 1), 1);
 	ck_assert_int_eq(pwrite(fd, "?", 1, 0), 1); /* O_APPEND: appends on Linux */
 	MNT_OK(close(fd));
-	expect_text(f, "hello WORLD!?");
+	mnt_expect_text(f, "hello WORLD!?");
 
 	/* writes straddling block boundaries */
 	uint8_t blk[9000];
@@ -640,7 +614,7 @@ START_TEST(test_unlink)
 	mnt_start(&m, NULL);
 	struct stat st;
 
-	make_file(mnt_path(&m, "a"), 0644, "a");
+	mnt_make_file(mnt_path(&m, "a"), 0644, "a");
 	MNT_OK(unlink(mnt_path(&m, "a")));
 	MNT_FAILS(stat(mnt_path(&m, "a"), &st), ENOENT);
 	MNT_FAILS(unlink(mnt_path(&m, "a")), ENOENT);
@@ -670,8 +644,8 @@ START_TEST(test_unlink)
 	ck_assert(memcmp(buf, "more", 4) == 0);
 	MNT_OK(fsync(fd));
 	/* a new file may take the name meanwhile */
-	make_file(mnt_path(&m, "open"), 0644, "new");
-	expect_text(mnt_path(&m, "open"), "new");
+	mnt_make_file(mnt_path(&m, "open"), 0644, "new");
+	mnt_expect_text(mnt_path(&m, "open"), "new");
 	ck_assert_int_eq(pread(fd, buf, 10, 0), 10);
 	ck_assert_uint_eq(mnt_pattern_mismatch(buf, 10, 41, 0), 10);
 	MNT_OK(close(fd));
@@ -725,24 +699,24 @@ START_TEST(test_rename)
 	struct stat st;
 
 	/* plain */
-	make_file(mnt_path(&m, "a"), 0644, "A");
+	mnt_make_file(mnt_path(&m, "a"), 0644, "A");
 	ino_t a_ino = ino_of(mnt_path(&m, "a"));
 	MNT_OK(rename(mnt_path(&m, "a"), mnt_path(&m, "b")));
 	MNT_FAILS(stat(mnt_path(&m, "a"), &st), ENOENT);
 	ck_assert_uint_eq(ino_of(mnt_path(&m, "b")), a_ino);
-	expect_text(mnt_path(&m, "b"), "A");
+	mnt_expect_text(mnt_path(&m, "b"), "A");
 	MNT_FAILS(rename(mnt_path(&m, "a"), mnt_path(&m, "c")), ENOENT);
 	MNT_OK(rename(mnt_path(&m, "b"), mnt_path(&m, "b"))); /* same name: nothing */
-	expect_text(mnt_path(&m, "b"), "A");
+	mnt_expect_text(mnt_path(&m, "b"), "A");
 
 	/* over an existing file; an open fd keeps the old target readable */
-	make_file(mnt_path(&m, "target"), 0644, "old target");
+	mnt_make_file(mnt_path(&m, "target"), 0644, "old target");
 	int fd = open(mnt_path(&m, "target"), O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	MNT_OK(rename(mnt_path(&m, "b"), mnt_path(&m, "target")));
 	MNT_FAILS(stat(mnt_path(&m, "b"), &st), ENOENT);
 	ck_assert_uint_eq(ino_of(mnt_path(&m, "target")), a_ino);
-	expect_text(mnt_path(&m, "target"), "A");
+	mnt_expect_text(mnt_path(&m, "target"), "A");
 	char buf[32] = { 0 };
 	ck_assert_int_eq(pread(fd, buf, sizeof(buf) - 1, 0), 10);
 	ck_assert_str_eq(buf, "old target");
@@ -755,20 +729,20 @@ START_TEST(test_rename)
 	MNT_OK(mkdir(mnt_path(&m, "d1"), 0755));
 	MNT_OK(mkdir(mnt_path(&m, "d2"), 0755));
 	MNT_OK(rename(mnt_path(&m, "target"), mnt_path(&m, "d1/moved")));
-	expect_text(mnt_path(&m, "d1/moved"), "A");
+	mnt_expect_text(mnt_path(&m, "d1/moved"), "A");
 	MNT_OK(mkdir(mnt_path(&m, "d1/sub"), 0755));
-	make_file(mnt_path(&m, "d1/sub/inner"), 0644, "inner");
+	mnt_make_file(mnt_path(&m, "d1/sub/inner"), 0644, "inner");
 	ck_assert_uint_eq(links_of(mnt_path(&m, "d1")), 3);
 	MNT_OK(rename(mnt_path(&m, "d1/sub"), mnt_path(&m, "d2/sub")));
 	ck_assert_uint_eq(links_of(mnt_path(&m, "d1")), 2);
 	ck_assert_uint_eq(links_of(mnt_path(&m, "d2")), 3);
 	ck_assert_uint_eq(ino_of(mnt_path(&m, "d2/sub/..")), ino_of(mnt_path(&m, "d2")));
-	expect_text(mnt_path(&m, "d2/sub/inner"), "inner");
+	mnt_expect_text(mnt_path(&m, "d2/sub/inner"), "inner");
 	MNT_FAILS(stat(mnt_path(&m, "d1/sub"), &st), ENOENT);
 	/* over an existing file in another directory */
-	make_file(mnt_path(&m, "d2/victim"), 0644, "victim");
+	mnt_make_file(mnt_path(&m, "d2/victim"), 0644, "victim");
 	MNT_OK(rename(mnt_path(&m, "d1/moved"), mnt_path(&m, "d2/victim")));
-	expect_text(mnt_path(&m, "d2/victim"), "A");
+	mnt_expect_text(mnt_path(&m, "d2/victim"), "A");
 
 	/* a directory into its own subdirectory */
 	MNT_OK(mkdir(mnt_path(&m, "d2/sub/deeper"), 0755));
@@ -964,7 +938,7 @@ START_TEST(test_fsync_family)
 	MNT_OK(close(fd));
 
 	MNT_OK(mkdir(mnt_path(&m, "d"), 0755));
-	make_file(mnt_path(&m, "d/x"), 0644, "x");
+	mnt_make_file(mnt_path(&m, "d/x"), 0644, "x");
 	int dfd = open(mnt_path(&m, "d"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(dfd, 0);
 	MNT_OK(fsync(dfd));
@@ -1005,7 +979,7 @@ START_TEST(test_statfs)
 	ck_assert_uint_le(v.f_ffree, v.f_files);
 	ck_assert_uint_eq(v.f_namemax, 255);
 
-	make_file(mnt_path(&m, "one"), 0644, NULL);
+	mnt_make_file(mnt_path(&m, "one"), 0644, NULL);
 	MNT_OK(mkdir(mnt_path(&m, "two"), 0755));
 	MNT_OK(statvfs(m.mountpoint, &v2));
 	ck_assert_uint_eq(v2.f_ffree, v.f_ffree - 2);

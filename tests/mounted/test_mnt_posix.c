@@ -50,26 +50,6 @@ static void remount(struct mnt *m)
 	mnt_start(m, NULL);
 }
 
-static void make_file(const char *path, mode_t mode, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-	ck_assert_msg(fd >= 0, "create %s: %s", path, strerror(errno));
-	if (text)
-		mnt_write_all(fd, text, strlen(text));
-	MNT_OK(close(fd));
-}
-
-static void expect_text(const char *path, const char *text)
-{
-	char buf[4096];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
-	size_t n = mnt_read_full(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n] = '\0';
-	ck_assert_msg(strcmp(buf, text) == 0, "%s holds '%s', expected '%s'", path, buf, text);
-}
-
 static struct stat stat_of(const char *path)
 {
 	struct stat st;
@@ -133,7 +113,7 @@ START_TEST(test_link)
 	mnt_setup(&m, "64M");
 	mnt_start(&m, NULL);
 
-	make_file(mnt_path(&m, "a"), 0644, "shared content");
+	mnt_make_file(mnt_path(&m, "a"), 0644, "shared content");
 	MNT_OK(mkdir(mnt_path(&m, "d"), 0755));
 	MNT_OK(link(mnt_path(&m, "a"), mnt_path(&m, "d/b")));
 	struct stat sa = stat_of(mnt_path(&m, "a"));
@@ -141,15 +121,15 @@ START_TEST(test_link)
 	ck_assert_uint_eq(sa.st_nlink, 2);
 	ck_assert_uint_eq(sb.st_nlink, 2);
 	ck_assert_uint_eq(sa.st_ino, sb.st_ino);
-	expect_text(mnt_path(&m, "a"), "shared content");
-	expect_text(mnt_path(&m, "d/b"), "shared content");
+	mnt_expect_text(mnt_path(&m, "a"), "shared content");
+	mnt_expect_text(mnt_path(&m, "d/b"), "shared content");
 
 	/* a write through one name shows through the other */
 	int fd = open(mnt_path(&m, "d/b"), O_WRONLY | O_APPEND | O_CLOEXEC);
 	ck_assert_msg(fd >= 0, "open d/b: %s", strerror(errno));
 	mnt_write_all(fd, "!", 1);
 	MNT_OK(close(fd));
-	expect_text(mnt_path(&m, "a"), "shared content!");
+	mnt_expect_text(mnt_path(&m, "a"), "shared content!");
 
 	MNT_FAILS(link(mnt_path(&m, "d"), mnt_path(&m, "dlink")), EPERM);
 	MNT_FAILS(link(mnt_path(&m, "a"), mnt_path(&m, "d/b")), EEXIST);
@@ -161,10 +141,10 @@ START_TEST(test_link)
 	MNT_OK(unlink(mnt_path(&m, "a")));
 	MNT_FAILS(access(mnt_path(&m, "a"), F_OK), ENOENT);
 	ck_assert_uint_eq(stat_of(mnt_path(&m, "d/b")).st_nlink, 1);
-	expect_text(mnt_path(&m, "d/b"), "shared content!");
+	mnt_expect_text(mnt_path(&m, "d/b"), "shared content!");
 	remount(&m);
 	ck_assert_uint_eq(stat_of(mnt_path(&m, "d/b")).st_nlink, 1);
-	expect_text(mnt_path(&m, "d/b"), "shared content!");
+	mnt_expect_text(mnt_path(&m, "d/b"), "shared content!");
 	mnt_finish(&m);
 }
 END_TEST
@@ -189,10 +169,10 @@ START_TEST(test_symlink)
 	mnt_setup(&m, "64M");
 	mnt_start(&m, NULL);
 
-	make_file(mnt_path(&m, "target"), 0644, "via link");
+	mnt_make_file(mnt_path(&m, "target"), 0644, "via link");
 	MNT_OK(symlink("target", mnt_path(&m, "short")));
 	expect_link(mnt_path(&m, "short"), "target");
-	expect_text(mnt_path(&m, "short"), "via link");
+	mnt_expect_text(mnt_path(&m, "short"), "via link");
 	/* stat follows, lstat does not */
 	ck_assert_uint_eq(stat_of(mnt_path(&m, "short")).st_ino,
 			  stat_of(mnt_path(&m, "target")).st_ino);
@@ -213,14 +193,14 @@ START_TEST(test_symlink)
 	ck_assert_uint_eq(strlen(lng), 3000);
 	MNT_OK(symlink(lng, mnt_path(&m, "long")));
 	expect_link(mnt_path(&m, "long"), lng);
-	expect_text(mnt_path(&m, "long"), "via link");
+	mnt_expect_text(mnt_path(&m, "long"), "via link");
 
 	/* writing through the link reaches the target */
 	int fd = open(mnt_path(&m, "long"), O_WRONLY | O_TRUNC | O_CLOEXEC);
 	ck_assert_msg(fd >= 0, "open through long link: %s", strerror(errno));
 	mnt_write_all(fd, "rewritten", 9);
 	MNT_OK(close(fd));
-	expect_text(mnt_path(&m, "target"), "rewritten");
+	mnt_expect_text(mnt_path(&m, "target"), "rewritten");
 
 	/* 4096 bytes (PATH_MAX with the NUL) is too long */
 	char *too = malloc(4097);
@@ -241,8 +221,8 @@ START_TEST(test_symlink)
 	expect_link(mnt_path(&m, "short"), "target");
 	expect_link(mnt_path(&m, "long"), lng);
 	expect_link(mnt_path(&m, "dangling"), "nowhere");
-	expect_text(mnt_path(&m, "long"), "rewritten");
-	expect_text(mnt_path(&m, "short"), "rewritten");
+	mnt_expect_text(mnt_path(&m, "long"), "rewritten");
+	mnt_expect_text(mnt_path(&m, "short"), "rewritten");
 	free(lng);
 	free(too);
 	mnt_finish(&m);
@@ -334,7 +314,7 @@ START_TEST(test_xattr)
 	mnt_setup(&m, "64M");
 	mnt_start(&m, NULL);
 	const char *f = mnt_path(&m, "file");
-	make_file(f, 0644, "data");
+	mnt_make_file(f, 0644, "data");
 	MNT_OK(mkdir(mnt_path(&m, "dir"), 0755));
 
 	char big[2000];
@@ -396,7 +376,7 @@ START_TEST(test_xattr)
 	len = listxattr(f, list, sizeof(list));
 	ck_assert_int_eq(len, (ssize_t)(strlen("user.small") + strlen("user.big") +
 					strlen("user.empty") + strlen("trusted.t") + 4));
-	expect_text(f, "data");
+	mnt_expect_text(f, "data");
 
 	MNT_OK(removexattr(f, "user.big"));
 	MNT_OK(removexattr(f, "trusted.t"));
@@ -425,21 +405,21 @@ START_TEST(test_renameat2)
 
 	MNT_OK(mkdir(mnt_path(&m, "p1"), 0755));
 	MNT_OK(mkdir(mnt_path(&m, "p2"), 0755));
-	make_file(mnt_path(&m, "p1/f"), 0644, "file one");
-	make_file(mnt_path(&m, "p1/g"), 0644, "file two");
+	mnt_make_file(mnt_path(&m, "p1/f"), 0644, "file one");
+	mnt_make_file(mnt_path(&m, "p1/g"), 0644, "file two");
 
 	/* NOREPLACE */
 	MNT_FAILS(renameat2_(mnt_path(&m, "p1/f"), mnt_path(&m, "p1/g"), RENAME_NOREPLACE),
 		  EEXIST);
-	expect_text(mnt_path(&m, "p1/f"), "file one");
-	expect_text(mnt_path(&m, "p1/g"), "file two");
+	mnt_expect_text(mnt_path(&m, "p1/f"), "file one");
+	mnt_expect_text(mnt_path(&m, "p1/g"), "file two");
 	MNT_OK(renameat2_(mnt_path(&m, "p1/g"), mnt_path(&m, "p2/g"), RENAME_NOREPLACE));
-	expect_text(mnt_path(&m, "p2/g"), "file two");
+	mnt_expect_text(mnt_path(&m, "p2/g"), "file two");
 	MNT_FAILS(access(mnt_path(&m, "p1/g"), F_OK), ENOENT);
 
 	/* EXCHANGE of a file (p1/f) and a directory (p2/x) */
 	MNT_OK(mkdir(mnt_path(&m, "p2/x"), 0755));
-	make_file(mnt_path(&m, "p2/x/inner"), 0644, "inner");
+	mnt_make_file(mnt_path(&m, "p2/x/inner"), 0644, "inner");
 	ino_t fino = stat_of(mnt_path(&m, "p1/f")).st_ino;
 	ino_t xino = stat_of(mnt_path(&m, "p2/x")).st_ino;
 	ino_t p1ino = stat_of(mnt_path(&m, "p1")).st_ino;
@@ -470,8 +450,8 @@ START_TEST(test_renameat2)
 		/* the directory moved from p2 to p1: link counts follow */
 		ck_assert_uint_eq(stat_of(mnt_path(&m, "p1")).st_nlink, p1links + 1);
 		ck_assert_uint_eq(stat_of(mnt_path(&m, "p2")).st_nlink, p2links - 1);
-		expect_text(mnt_path(&m, "p2/x"), "file one");
-		expect_text(mnt_path(&m, "p1/f/inner"), "inner");
+		mnt_expect_text(mnt_path(&m, "p2/x"), "file one");
+		mnt_expect_text(mnt_path(&m, "p1/f/inner"), "inner");
 		if (round == 0)
 			remount(&m);
 	}
@@ -696,8 +676,8 @@ START_TEST(test_name_length)
 	memset(name, 'a', 255);
 	name[255] = '\0';
 	MNT_OK(mkdir(mnt_path(&m, "d"), 0755));
-	make_file(mnt_path(&m, "d/%s", name), 0644, "max");
-	expect_text(mnt_path(&m, "d/%s", name), "max");
+	mnt_make_file(mnt_path(&m, "d/%s", name), 0644, "max");
+	mnt_expect_text(mnt_path(&m, "d/%s", name), "max");
 	name[0] = 'b';
 	MNT_OK(mkdir(mnt_path(&m, "d/%s", name), 0755));
 	name[0] = 'c';
@@ -714,14 +694,14 @@ START_TEST(test_name_length)
 	MNT_FAILS(rename(mnt_path(&m, "d/%s", name), mnt_path(&m, "d/%s", lng)), ENAMETOOLONG);
 
 	remount(&m);
-	expect_text(mnt_path(&m, "d/%s", name), "max");
+	mnt_expect_text(mnt_path(&m, "d/%s", name), "max");
 	name[0] = 'b';
 	ck_assert(S_ISDIR(stat_of(mnt_path(&m, "d/%s", name)).st_mode));
 	name[0] = 'c';
 	ck_assert(S_ISLNK(lstat_of(mnt_path(&m, "d/%s", name)).st_mode));
 	name[0] = 'a';
 	MNT_OK(rename(mnt_path(&m, "d/%s", name), mnt_path(&m, "short")));
-	expect_text(mnt_path(&m, "short"), "max");
+	mnt_expect_text(mnt_path(&m, "short"), "max");
 	mnt_finish(&m);
 }
 END_TEST
@@ -733,7 +713,7 @@ START_TEST(test_nsec_times)
 	struct mnt m;
 	mnt_setup(&m, "64M");
 	mnt_start(&m, NULL);
-	make_file(mnt_path(&m, "f"), 0644, "t");
+	mnt_make_file(mnt_path(&m, "f"), 0644, "t");
 	MNT_OK(mkdir(mnt_path(&m, "d"), 0755));
 	struct timespec ts[2] = {
 		{ .tv_sec = 1234567890, .tv_nsec = 123456789 },
@@ -778,7 +758,7 @@ START_TEST(test_setuid_bits)
 	mnt_start(&m, "allow_other"); /* uid 1000 writes below */
 	ck_assert_msg(geteuid() == 0, "the mounted tests run as root");
 	const char *f = mnt_path(&m, "suid");
-	make_file(f, 04755, NULL);
+	mnt_make_file(f, 04755, NULL);
 	ck_assert_uint_eq(stat_of(f).st_mode & 07777, 04755);
 
 	/* chown clears S_ISUID, even for root */
@@ -790,7 +770,7 @@ START_TEST(test_setuid_bits)
 
 	/* a write by someone without CAP_FSETID clears it */
 	const char *o = mnt_path(&m, "other");
-	make_file(o, 04777, NULL);
+	mnt_make_file(o, 04777, NULL);
 	MNT_OK(chown(o, 1000, 1000));
 	MNT_OK(chmod(o, 04777));
 	pid_t pid = fork();
@@ -824,7 +804,7 @@ START_TEST(test_setuid_bits)
 	mnt_write_all(fd, "more", 4);
 	MNT_OK(close(fd));
 	const char *g = mnt_path(&m, "suid2");
-	make_file(g, 04755, NULL);
+	mnt_make_file(g, 04755, NULL);
 	fd = open(g, O_WRONLY | O_CLOEXEC);
 	ck_assert_msg(fd >= 0, "open: %s", strerror(errno));
 	MNT_OK(fallocate(fd, 0, 0, 8192));
@@ -839,7 +819,7 @@ START_TEST(test_setuid_bits)
 		      st.st_mode & 07777, sg.st_mode & 07777);
 	remount(&m);
 	ck_assert_uint_eq(stat_of(f).st_mode & 07777, 04755);
-	expect_text(f, "more");
+	mnt_expect_text(f, "more");
 	mnt_finish(&m);
 }
 END_TEST
