@@ -45,7 +45,7 @@ mkdir "$mnt/docs"
 echo "hello from ordfs" > "$mnt/docs/hello.txt"
 head -c 3000000 /dev/urandom > "$mnt/random.bin"
 sha256sum "$mnt/random.bin" | tee /tmp/ordfs-demo.sum
-python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)" "$mnt/random.bin"
+sync "$mnt/random.bin"   # fsync(2) of that one file (coreutils)
 mv "$mnt/docs/hello.txt" "$mnt/docs/greeting.txt"
 ls -lR "$mnt"
 df -h "$mnt"

@@ -375,6 +375,24 @@ static void op_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 		fuse_reply_open(req, fi);
 }
 
+/* A reply buffer of size bytes (NULL is fine for size 0 when allow_empty).
+ * On failure drops the inode reference, replies ENOMEM and returns NULL
+ * with *failed set. */
+static char *reply_buffer(fuse_req_t req, struct inode *inode, size_t size, bool allow_empty,
+			  bool *failed)
+{
+	*failed = false;
+	if (size == 0 && allow_empty)
+		return NULL;
+	char *buf = malloc(size ? size : 1);
+	if (!buf) {
+		inode_put(ctx_of(req)->fs, inode);
+		fuse_reply_err(req, ENOMEM);
+		*failed = true;
+	}
+	return buf;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -382,12 +400,10 @@ static void op_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	struct inode *inode = get_inode(req, node);
 	if (!inode)
 		return;
-	char *buf = malloc(size ? size : 1);
-	if (!buf) {
-		inode_put(ctx_of(req)->fs, inode);
-		fuse_reply_err(req, ENOMEM);
+	bool failed;
+	char *buf = reply_buffer(req, inode, size, false, &failed);
+	if (failed)
 		return;
-	}
 	ssize_t n = ordfs_read(ctx_of(req)->fs, inode, buf, size, (uint64_t)off);
 	inode_put(ctx_of(req)->fs, inode);
 	if (n < 0)
@@ -616,12 +632,10 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t node, const char *name, size_
 	struct inode *inode = get_inode(req, node);
 	if (!inode)
 		return;
-	char *buf = size ? malloc(size) : NULL;
-	if (size && !buf) {
-		inode_put(ctx_of(req)->fs, inode);
-		fuse_reply_err(req, ENOMEM);
+	bool failed;
+	char *buf = reply_buffer(req, inode, size, true, &failed);
+	if (failed)
 		return;
-	}
 	ssize_t n = ordfs_getxattr(ctx_of(req)->fs, inode, name, buf, size);
 	inode_put(ctx_of(req)->fs, inode);
 	reply_xattr_value(req, n, buf, size);
@@ -633,12 +647,10 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t node, size_t size)
 	struct inode *inode = get_inode(req, node);
 	if (!inode)
 		return;
-	char *buf = size ? malloc(size) : NULL;
-	if (size && !buf) {
-		inode_put(ctx_of(req)->fs, inode);
-		fuse_reply_err(req, ENOMEM);
+	bool failed;
+	char *buf = reply_buffer(req, inode, size, true, &failed);
+	if (failed)
 		return;
-	}
 	ssize_t n = ordfs_listxattr(ctx_of(req)->fs, inode, buf, size);
 	inode_put(ctx_of(req)->fs, inode);
 	reply_xattr_value(req, n, buf, size);
