@@ -341,7 +341,8 @@ static int update_disk_size(struct ordfs *fs, struct inode *inode)
 	return err ? err : serr;
 }
 
-int file_writeback_locked(struct ordfs *fs, struct inode *inode)
+/* Writes back every page; see file_writeback_locked. */
+static int writeback_pages(struct ordfs *fs, struct inode *inode)
 {
 	struct page **v;
 	uint64_t n;
@@ -377,6 +378,16 @@ int file_writeback_locked(struct ordfs *fs, struct inode *inode)
 	free(v);
 	if (!err && (inode->d.size != inode->size || inode->times_dirty))
 		err = update_disk_size(fs, inode);
+	return err;
+}
+
+int file_writeback_locked(struct ordfs *fs, struct inode *inode)
+{
+	int err = writeback_pages(fs, inode);
+	/* Pages that failed stay dirty (written again next time); every open
+	 * file description of the file hears about it once. */
+	if (err && err != -EROFS && err != -ENOMEM)
+		errseq_set(&inode->wb_err, err);
 	return err;
 }
 
@@ -446,8 +457,9 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 	ssize_t done = 0;
 	int err = 0;
 
-	if (!fs->journal)
-		return -EROFS;
+	err = ordfs_writable(fs);
+	if (err)
+		return err;
 	if (off + len < off || off + len > (1ull << 62))
 		return -EFBIG;
 
@@ -635,38 +647,5 @@ int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size)
 	pthread_rwlock_wrlock(&inode->lock);
 	int err = ordfs_truncate_locked(fs, inode, size);
 	pthread_rwlock_unlock(&inode->lock);
-	return err;
-}
-
-/* ---- durability --------------------------------------------------------- */
-
-int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync)
-{
-	if (!fs->journal)
-		return 0;
-	pthread_rwlock_wrlock(&inode->lock);
-	int err = 0;
-	if ((inode->d.mode & 0170000) == 0100000)
-		err = file_writeback_locked(fs, inode);
-	uint64_t tid = datasync ? inode->datasync_tid : inode->sync_tid;
-	pthread_rwlock_unlock(&inode->lock);
-	if (err)
-		return err;
-
-	struct journal_stats st;
-	journal_get_stats(fs->journal, &st);
-	if (tid > st.committed_tid)
-		return journal_commit_wait(fs->journal, tid);
-	/* Nothing to commit: make the in-place overwrites durable. */
-	return fs->opts.barrier ? blockdev_flush(fs->bd) : 0;
-}
-
-int ordfs_sync(struct ordfs *fs)
-{
-	if (!fs->journal)
-		return 0;
-	int err = file_writeback_all(fs);
-	if (!err)
-		err = journal_force_commit(fs->journal);
 	return err;
 }

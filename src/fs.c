@@ -7,11 +7,14 @@
  *   2. replay the journal if it is not empty (journal_recover, shared with
  *      fsck);
  *   3. load the allocator (bitmap checksums verified), check the root;
- *   4. read-write only: mark the superblock in use (RECOVER flag set, CLEAN
- *      cleared) and open the journal;
+ *   4. read-write only: refuse an image whose superblock records an error
+ *      (fsck.ordfs first), mark the superblock in use (RECOVER flag set,
+ *      CLEAN cleared) and open the journal;
  * and the unmount sequence: write back data, close the journal (commit,
  * checkpoint, empty log), then write the superblock clean with fresh free
- * counts.  Block 0 is written directly only while the journal is closed.
+ * counts.  Block 0 is written directly only while the journal is closed
+ * (or aborted: ordfs_record_error).  All image I/O goes through the flush
+ * guard (flush/guard.h), which carries out flush_error=.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #include "alloc/alloc.h"
 #include "blockdev/blockdev.h"
 #include "cache/bcache.h"
+#include "log.h"
 
 #define DEFAULT_CACHE_BUFFERS 8192u
 
@@ -33,6 +37,20 @@ void ordfs_options_default(struct ordfs_options *opts)
 	opts->data_mode = JOURNAL_DATA_ORDERED;
 	opts->commit_interval_ms = 5000;
 	opts->barrier = true;
+	opts->flush_error = FLUSH_ERROR_REPORT;
+}
+
+int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h)
+{
+	struct buf *b;
+	int err = bcache_read(fs->cache, 0, &b);
+	if (err)
+		return err;
+	err = journal_get_write_access(h, b, 0);
+	if (!err)
+		ordfs_super_encode(&fs->sb, b->data);
+	bcache_put(fs->cache, b);
+	return err;
 }
 
 struct ordfs_timespec ordfs_now(void)
@@ -158,6 +176,8 @@ static void fs_free(struct ordfs *fs)
 	inode_cache_destroy(fs->icache);
 	alloc_destroy(fs->alloc);
 	bcache_destroy(fs->cache);
+	if (fs->bd != fs->raw_bd)
+		blockdev_destroy(fs->bd);
 	pthread_mutex_destroy(&fs->sb_lock);
 	pthread_mutex_destroy(&fs->orphan_lock);
 	pthread_mutex_destroy(&fs->rename_lock);
@@ -202,7 +222,50 @@ static int replay_if_needed(struct ordfs *fs, const char **why)
 		return err;
 	}
 	/* Replay may have changed block 0 (orphan list): read it again. */
-	return ordfs_read_super(fs->bd, false, &fs->sb, why);
+	err = ordfs_read_super(fs->bd, false, &fs->sb, why);
+	if (err || fs->recovery.journal_err == 0)
+		return err;
+	/* The journal stopped on an error it recorded (remount-ro): the
+	 * superblock says so from now on, until fsck clears it. */
+	fs->sb.state |= ORDFS_STATE_ERROR;
+	fs->sb.last_error_code = (uint32_t)-fs->recovery.journal_err;
+	err = ordfs_write_super(fs->bd, &fs->sb, false);
+	if (!err && fs->opts.barrier)
+		err = blockdev_flush(fs->bd);
+	if (err)
+		*why = "cannot write the superblock";
+	return err;
+}
+
+/* The journal aborted (cfg.aborted): say so, and carry out the policy. */
+static void journal_aborted_cb(void *ctx, int err)
+{
+	struct ordfs *fs = ctx;
+	ordfs_log(LOG_ERR, "journal aborted (%s): the filesystem is read-only from now on",
+		  strerror(-err));
+	if (fs->opts.flush_error == FLUSH_ERROR_REMOUNT_RO) {
+		ordfs_record_error(fs, err);
+	} else if (fs->opts.flush_error == FLUSH_ERROR_ABORT && fs->opts.fatal) {
+		pthread_mutex_lock(&fs->sb_lock);
+		bool first = !fs->stopped;
+		fs->stopped = true;
+		pthread_mutex_unlock(&fs->sb_lock);
+		if (first)
+			fs->opts.fatal(fs->opts.fatal_ctx, err);
+	}
+}
+
+static int open_guard(struct ordfs *fs, const char **why)
+{
+	struct flush_guard_config gc = {
+		.policy = fs->opts.flush_error,
+		.retain = fs->opts.flush_error == FLUSH_ERROR_REPORT && fs->opts.barrier,
+		.block_size = fs->block_size,
+	};
+	int err = flush_guard_create(fs->raw_bd, &gc, &fs->bd);
+	if (err)
+		*why = "out of memory";
+	return err;
 }
 
 static int mark_in_use(struct ordfs *fs)
@@ -228,7 +291,7 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 		*why = "out of memory";
 		return -ENOMEM;
 	}
-	fs->bd = bd;
+	fs->bd = fs->raw_bd = bd;
 	fs->opts = *opts;
 	pthread_mutex_init(&fs->sb_lock, NULL);
 	pthread_mutex_init(&fs->orphan_lock, NULL);
@@ -247,6 +310,12 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	fs->block_size = ordfs_block_size(&fs->sb);
 	fs->csum_seed = fs->sb.csum_seed;
 	fs->dirty_limit_pages = opts->dirty_limit_bytes / fs->block_size;
+	if (!fs->opts.errors)
+		fs->opts.errors = fs->sb.errors;
+	err = open_guard(fs, &reason);
+	if (err)
+		goto fail;
+	bd = fs->bd;
 
 	err = replay_if_needed(fs, &reason);
 	if (err)
@@ -272,6 +341,12 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	if (err)
 		goto fail;
 
+	if (!opts->readonly && (fs->sb.state & ORDFS_STATE_ERROR)) {
+		reason = "the filesystem recorded an error; run fsck.ordfs before mounting "
+			 "it read-write";
+		err = -EUCLEAN;
+		goto fail;
+	}
 	if (!opts->readonly) {
 		err = mark_in_use(fs);
 		if (err) {
@@ -284,6 +359,9 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 			.barrier = opts->barrier,
 			.release_freed = alloc_release_freed,
 			.release_ctx = fs->alloc,
+			.retry_failed_commits = opts->flush_error == FLUSH_ERROR_REPORT,
+			.aborted = journal_aborted_cb,
+			.aborted_ctx = fs,
 		};
 		err = journal_open(bd, fs->cache, &fs->sb, &jc, &fs->journal);
 		if (err) {

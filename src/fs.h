@@ -23,6 +23,7 @@
 
 #include "format.h"
 #include "journal/journal.h"
+#include "flush/guard.h"
 
 struct blockdev;
 struct bcache;
@@ -36,12 +37,20 @@ struct ordfs_options {
 	bool readonly;
 	uint32_t cache_buffers;      /* metadata buffer cache size; 0 = default */
 	uint64_t dirty_limit_bytes;  /* delayed-allocation dirty data bound; 0 = default */
+	enum flush_error_policy flush_error; /* failing write/flush of the image */
+	uint32_t errors;             /* ORDFS_ERRORS_*; 0 = what the superblock says */
+	/* flush_error=abort / errors=abort: called once when the filesystem
+	 * must stop (the daemon unmounts and exits non-zero).  NULL: the
+	 * filesystem only goes read-only. */
+	void (*fatal)(void *ctx, int err);
+	void *fatal_ctx;
 };
 
 void ordfs_options_default(struct ordfs_options *opts);
 
 struct ordfs {
-	struct blockdev *bd;
+	struct blockdev *bd;      /* the flush guard over the caller's device */
+	struct blockdev *raw_bd;  /* the caller's device (not owned) */
 	struct ordfs_options opts;
 	uint32_t block_size;
 	uint32_t csum_seed;
@@ -67,6 +76,9 @@ struct ordfs {
 	pthread_mutex_t writeback_lock;
 	pthread_cond_t writeback_cond;
 	uint64_t dirty_limit_pages;   /* writers write back beyond this */
+
+	bool stopped;                 /* fatal() was called (sb_lock) */
+	bool error_recorded;          /* sb_lock */
 };
 
 /* Mounts the image on bd (not owned).  On failure returns a negative errno
@@ -83,6 +95,21 @@ int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *s
 /* Writes the superblock to block 0 (and, with backup, to the last block).
  * Only while the journal is closed. */
 int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool backup);
+
+/* Writes the in-memory superblock into block 0 under h.  sb_lock held. */
+int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h);
+
+/* Run-time errors (flush/policy.c).  ordfs_error_corruption: a checksum or
+ * structure check failed while mounted; applies errors= (continue: record
+ * it in the superblock; remount-ro: abort the journal and record it;
+ * abort: stop).  Returns err for the caller to pass on. */
+int ordfs_error_corruption(struct ordfs *fs, int err, const char *what);
+/* Marks the superblock ERROR with err (journaled while the journal runs,
+ * directly plus the journal superblock's errno once it has aborted), so
+ * the next read-write mount asks for fsck.  Best effort; idempotent. */
+void ordfs_record_error(struct ordfs *fs, int err);
+/* 0 if the filesystem takes modifications, else -EROFS. */
+int ordfs_writable(struct ordfs *fs);
 
 /* Current time as an on-disk timestamp. */
 struct ordfs_timespec ordfs_now(void);

@@ -46,6 +46,7 @@ int inode_cache_create(struct ordfs *fs, struct inode_cache **out)
 static void inode_free(struct inode *inode)
 {
 	file_pages_destroy(inode);
+	errseq_destroy(&inode->wb_err);
 	pthread_rwlock_destroy(&inode->lock);
 	free(inode);
 }
@@ -116,6 +117,7 @@ static struct inode *inode_alloc_mem(uint32_t ino)
 		return NULL;
 	inode->ino = ino;
 	pthread_rwlock_init(&inode->lock, NULL);
+	errseq_init(&inode->wb_err);
 	return inode;
 }
 

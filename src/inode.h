@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "format.h"
+#include "flush/errseq.h"
 
 struct ordfs;
 struct handle;
@@ -41,6 +42,8 @@ struct inode {
 	uint64_t datasync_tid; /* last transaction that changed more than times */
 	struct page_cache *pages; /* file data awaiting writeback (file.c) */
 	bool times_dirty;      /* d's timestamps changed since the last inode_write */
+	struct errseq wb_err;  /* write errors of this file's data and commits,
+				  reported once per open file description */
 
 	/* inode_cache lock */
 	uint32_t refs;

@@ -69,25 +69,11 @@ static void touch_dir(struct inode *dir)
 
 /* ---- the orphan list ---------------------------------------------------- */
 
-/* Writes the in-memory superblock into block 0 under h.  sb_lock held. */
-static int write_super_journaled(struct ordfs *fs, struct handle *h)
-{
-	struct buf *b;
-	int err = bcache_read(fs->cache, 0, &b);
-	if (err)
-		return err;
-	err = journal_get_write_access(h, b, 0);
-	if (!err)
-		ordfs_super_encode(&fs->sb, b->data);
-	bcache_put(fs->cache, b);
-	return err;
-}
-
 static int set_orphan_head(struct ordfs *fs, struct handle *h, uint32_t ino)
 {
 	pthread_mutex_lock(&fs->sb_lock);
 	fs->sb.orphan_head = ino;
-	int err = write_super_journaled(fs, h);
+	int err = ordfs_write_super_journaled(fs, h);
 	pthread_mutex_unlock(&fs->sb_lock);
 	return err;
 }

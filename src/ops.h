@@ -98,10 +98,26 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
 		   uint64_t off);
 int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size);
-/* Makes the file's data and the metadata needed to reach it durable. */
+/* ---- durability (flush/sync.c) ----------------------------------------- */
+
+/* Makes the file's data and the metadata needed to reach it durable
+ * (directories: their entries).  Failures are recorded in the inode's
+ * errseq as well as returned. */
 int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync);
-/* Writes back all dirty data and commits (ordfsctl sync, unmount). */
+/* Writes back all dirty data, commits and flushes (ordfsctl sync). */
 int ordfs_sync(struct ordfs *fs);
+
+/* One open file description's cursor into the file's write errors. */
+struct ordfs_file {
+	uint32_t wb_since; /* errseq_t */
+};
+/* At open: an error no one has seen yet stays visible to this opener. */
+void ordfs_file_open(struct inode *inode, struct ordfs_file *f);
+/* fsync through an open file description: reports each write error of
+ * the file to this description exactly once (and any failure of this
+ * fsync itself). */
+int ordfs_file_fsync(struct ordfs *fs, struct inode *inode, struct ordfs_file *f,
+		     bool datasync);
 
 /* ---- space (fallocate.c / file.c) -------------------------------------- */
 

@@ -113,9 +113,25 @@ int blockdev_record_latch_wait_blocked(struct blockdev *bd, unsigned n, unsigned
  * waits while the file at path exists. */
 int blockdev_record_latch_file(struct blockdev *bd, const char *path);
 
-/* Fault injection: fail the nth write or flush from now (1 = the next one)
- * with err; 0 disables.  Deterministic by count. */
+/* Fault injection, deterministic by count: the nth write (or flush) from
+ * now (1 = the next one) fails with err; nth 0 disarms.  A persistent
+ * fault breaks the device: from then on every write and flush fails with
+ * err until blockdev_record_heal().  A failed write writes nothing. */
+struct blockdev_fault {
+	uint64_t nth;
+	int err;          /* negative errno */
+	bool persistent;
+};
+void blockdev_record_fault(struct blockdev *bd, enum blockdev_event_type op,
+			   const struct blockdev_fault *f);
+/* Transient shorthands. */
 void blockdev_record_fail_write(struct blockdev *bd, uint64_t nth, int err);
 void blockdev_record_fail_flush(struct blockdev *bd, uint64_t nth, int err);
+/* Disarms both faults and repairs a broken device. */
+void blockdev_record_heal(struct blockdev *bd);
+uint64_t blockdev_record_faults_fired(struct blockdev *bd);
+/* With on, a failing flush also loses every write since the last
+ * successful flush: the bytes they overwrote come back. */
+void blockdev_record_drop_unflushed(struct blockdev *bd, bool on);
 
 #endif

@@ -2,9 +2,18 @@
  * record.c - counting, recording, latching and fault-injecting wrapper.
  *
  * Owns: counters, the optional event log (a copy of every write and a mark
- * for every flush), the flush latch and the fail-the-Nth-operation faults.
- * Rules: one mutex guards all state; a flush waiting on the latch holds no
- * lock, so reads and writes proceed while a flush is "stuck in the disk".
+ * for every flush), the flush latch and the fault injector: a device that
+ * fails like a real disk.
+ * Rules:
+ *  - One mutex guards all state; a flush waiting on the latch holds no
+ *    lock, so reads and writes proceed while a flush is "stuck in the disk".
+ *  - Faults are deterministic by count: the Nth write or flush from arming
+ *    fails.  A transient fault fails that one operation; a persistent one
+ *    breaks the device: every write and flush fails until it is healed.
+ *  - With drop_unflushed on, the device remembers what each write since
+ *    the last successful flush overwrote; a failing flush puts those bytes
+ *    back (newest first), as a disk whose cache was lost would.  A failed
+ *    write changes nothing.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +23,12 @@
 #include <unistd.h>
 
 #include "blockdev.h"
+
+struct undo_entry {
+	uint64_t off;
+	size_t len;
+	uint8_t *old; /* the bytes the write replaced */
+};
 
 struct record_dev {
 	struct blockdev bd;
@@ -29,8 +44,13 @@ struct record_dev {
 	bool latch_armed;
 	unsigned latch_blocked;
 
-	uint64_t fail_write_nth, fail_flush_nth;
-	int fail_write_err, fail_flush_err;
+	struct blockdev_fault fault_write, fault_flush;
+	int broken;                 /* 0, or the errno a persistent fault left */
+	uint64_t faults_fired;
+
+	bool drop_unflushed;
+	struct undo_entry *undo;    /* writes since the last good flush */
+	size_t nundo, cap_undo;
 
 	char *latch_path; /* flushes wait while this file exists */
 };
@@ -66,12 +86,55 @@ static int log_event(struct record_dev *r, enum blockdev_event_type type, const 
 	return 0;
 }
 
-/* Counts down an armed fault; true when this operation must fail. */
-static bool fault_fires(uint64_t *nth)
+/* Counts down an armed fault.  Returns 0, or the error this operation
+ * fails with (a broken device fails everything).  Lock held. */
+static int fault_check(struct record_dev *r, struct blockdev_fault *f)
 {
-	if (*nth == 0)
-		return false;
-	return --*nth == 0;
+	if (r->broken)
+		return r->broken;
+	if (f->nth == 0 || --f->nth != 0)
+		return 0;
+	r->faults_fired++;
+	if (f->persistent)
+		r->broken = f->err;
+	return f->err;
+}
+
+/* Keeps what the write at [off, off + len) is about to overwrite.  Lock
+ * held. */
+static int undo_save(struct record_dev *r, size_t len, uint64_t off)
+{
+	if (r->nundo == r->cap_undo) {
+		size_t cap = r->cap_undo ? r->cap_undo * 2 : 64;
+		struct undo_entry *u = realloc(r->undo, cap * sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		r->undo = u;
+		r->cap_undo = cap;
+	}
+	uint8_t *old = malloc(len ? len : 1);
+	if (!old)
+		return -ENOMEM;
+	int err = blockdev_read(r->inner, old, len, off);
+	if (err) {
+		free(old);
+		return err;
+	}
+	r->undo[r->nundo++] = (struct undo_entry){ off, len, old };
+	return 0;
+}
+
+/* Forgets the undo log (after a good flush), or with restore puts every
+ * overwritten byte back first (a failed flush lost the writes).  Lock
+ * held. */
+static void undo_finish(struct record_dev *r, bool restore)
+{
+	while (r->nundo > 0) {
+		struct undo_entry *u = &r->undo[--r->nundo];
+		if (restore)
+			(void)blockdev_write(r->inner, u->old, u->len, u->off);
+		free(u->old);
+	}
 }
 
 static int record_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
@@ -92,9 +155,12 @@ static int record_write(struct blockdev *bd, const void *buf, size_t len, uint64
 	pthread_mutex_lock(&r->lock);
 	r->counts.writes++;
 	r->counts.bytes_written += len;
-	if (fault_fires(&r->fail_write_nth)) {
+	err = fault_check(r, &r->fault_write);
+	if (!err && r->drop_unflushed)
+		err = undo_save(r, len, off);
+	if (err) {
 		pthread_mutex_unlock(&r->lock);
-		return r->fail_write_err;
+		return err;
 	}
 	/* Write under the lock so the log order is the device order. */
 	err = blockdev_write(r->inner, buf, len, off);
@@ -118,9 +184,11 @@ static int record_flush(struct blockdev *bd)
 			pthread_cond_wait(&r->cond, &r->lock);
 		r->latch_blocked--;
 	}
-	if (fault_fires(&r->fail_flush_nth)) {
+	err = fault_check(r, &r->fault_flush);
+	if (err) {
+		undo_finish(r, true); /* the disk lost its cache */
 		pthread_mutex_unlock(&r->lock);
-		return r->fail_flush_err;
+		return err;
 	}
 	pthread_mutex_unlock(&r->lock);
 
@@ -130,11 +198,11 @@ static int record_flush(struct blockdev *bd)
 			usleep(5000);
 	}
 	err = blockdev_flush(r->inner);
-	if (!err && r->log_writes) {
-		pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->lock);
+	undo_finish(r, err != 0);
+	if (!err && r->log_writes)
 		err = log_event(r, BD_EV_FLUSH, NULL, 0, 0);
-		pthread_mutex_unlock(&r->lock);
-	}
+	pthread_mutex_unlock(&r->lock);
 	return err;
 }
 
@@ -152,6 +220,8 @@ static void record_destroy(struct blockdev *bd)
 {
 	struct record_dev *r = to_rec(bd);
 	blockdev_record_clear_events(bd);
+	undo_finish(r, false);
+	free(r->undo);
 	free(r->events);
 	free(r->latch_path);
 	pthread_cond_destroy(&r->cond);
@@ -246,21 +316,56 @@ int blockdev_record_latch_wait_blocked(struct blockdev *bd, unsigned n, unsigned
 	return err ? -ETIMEDOUT : 0;
 }
 
-void blockdev_record_fail_write(struct blockdev *bd, uint64_t nth, int err)
+void blockdev_record_fault(struct blockdev *bd, enum blockdev_event_type op,
+			   const struct blockdev_fault *f)
 {
 	struct record_dev *r = to_rec(bd);
 	pthread_mutex_lock(&r->lock);
-	r->fail_write_nth = nth;
-	r->fail_write_err = err;
+	if (op == BD_EV_WRITE)
+		r->fault_write = *f;
+	else
+		r->fault_flush = *f;
 	pthread_mutex_unlock(&r->lock);
+}
+
+void blockdev_record_fail_write(struct blockdev *bd, uint64_t nth, int err)
+{
+	struct blockdev_fault f = { .nth = nth, .err = err };
+	blockdev_record_fault(bd, BD_EV_WRITE, &f);
 }
 
 void blockdev_record_fail_flush(struct blockdev *bd, uint64_t nth, int err)
 {
+	struct blockdev_fault f = { .nth = nth, .err = err };
+	blockdev_record_fault(bd, BD_EV_FLUSH, &f);
+}
+
+void blockdev_record_heal(struct blockdev *bd)
+{
 	struct record_dev *r = to_rec(bd);
 	pthread_mutex_lock(&r->lock);
-	r->fail_flush_nth = nth;
-	r->fail_flush_err = err;
+	r->broken = 0;
+	memset(&r->fault_write, 0, sizeof(r->fault_write));
+	memset(&r->fault_flush, 0, sizeof(r->fault_flush));
+	pthread_mutex_unlock(&r->lock);
+}
+
+uint64_t blockdev_record_faults_fired(struct blockdev *bd)
+{
+	struct record_dev *r = to_rec(bd);
+	pthread_mutex_lock(&r->lock);
+	uint64_t n = r->faults_fired;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+void blockdev_record_drop_unflushed(struct blockdev *bd, bool on)
+{
+	struct record_dev *r = to_rec(bd);
+	pthread_mutex_lock(&r->lock);
+	if (!on)
+		undo_finish(r, false);
+	r->drop_unflushed = on;
 	pthread_mutex_unlock(&r->lock);
 }
 

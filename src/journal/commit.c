@@ -18,8 +18,16 @@
  *   7. F2: flush; the transaction is committed [J3]: hand its copies to the
  *      checkpoint list, release the blocks it freed [J5], wake the waiters.
  *
- * An I/O error in any phase aborts the journal: the transaction is never
- * counted as committed and its waiters get -EIO.
+ * An I/O error in any phase means the transaction is not committed: its
+ * waiters get -EIO.  Then either the journal aborts (flush_error=
+ * remount-ro, abort) or, with cfg.retry_failed_commits (report), the
+ * transaction stays `committing` with its copies and is written again,
+ * byte for byte at the same log position, when the next commit is asked
+ * for or the commit interval passes.  Rewriting the identical log image is
+ * what makes the retry safe: whatever mix of the old attempt's and the new
+ * attempt's blocks the device holds, the commit block's CRC chained over
+ * the whole transaction matches only a complete copy of it.  Later
+ * transactions wait behind it (the log is written in order).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -61,6 +69,7 @@ int journal_barrier(struct journal *j)
 
 int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence)
 {
+	pthread_mutex_lock(&j->state_lock);
 	struct ordfs_journal_super js = {
 		.block_size = j->block_size,
 		.total_blocks = j->log_total,
@@ -69,6 +78,9 @@ int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence)
 		.sequence = sequence,
 		.err = j->aborted,
 	};
+	j->sb_start = start;
+	j->sb_seq = sequence;
+	pthread_mutex_unlock(&j->state_lock);
 	memcpy(js.uuid, j->uuid, ORDFS_UUID_LEN);
 	uint8_t *blk = malloc(j->block_size);
 	if (!blk)
@@ -328,14 +340,30 @@ static void commit_finish(struct journal *j, struct transaction *tx)
 	}
 	j->committed_tid = tx->tid;
 	j->committing = NULL;
+	j->commit_failed = false;
 	j->stats.commits++;
 	pthread_cond_broadcast(&j->done_cond);
 	pthread_mutex_unlock(&j->state_lock);
 }
 
-/* A failed commit: the transaction never counts; the journal aborts. */
-static void commit_fail(struct journal *j, struct transaction *tx, int err)
+/* A failed commit: the transaction does not count.  Returns true if it is
+ * kept for a retry (tx stays j->committing), false if the journal aborted
+ * and tx was let go. */
+static bool commit_fail(struct journal *j, struct transaction *tx, int err)
 {
+	pthread_mutex_lock(&j->state_lock);
+	j->stats.failed_commits++;
+	if (j->cfg.retry_failed_commits && !j->aborted && !j->stopping) {
+		j->commit_failed = true;
+		j->retry_at_ms = journal_now_ms() + j->cfg.commit_interval_ms;
+		/* Everyone waiting is told now; a new request retries. */
+		j->commit_request = j->committed_tid;
+		pthread_cond_broadcast(&j->done_cond);
+		pthread_cond_broadcast(&j->handle_cond);
+		pthread_mutex_unlock(&j->state_lock);
+		return true;
+	}
+	pthread_mutex_unlock(&j->state_lock);
 	journal_abort(j, err);
 	pthread_mutex_lock(&j->state_lock);
 	for (uint32_t i = 0; i < tx->bufs.n; i++) {
@@ -344,9 +372,25 @@ static void commit_fail(struct journal *j, struct transaction *tx, int err)
 		tx->copies[i] = NULL;
 	}
 	j->committing = NULL;
+	j->commit_failed = false;
 	pthread_mutex_unlock(&j->state_lock);
 	for (uint32_t i = 0; i < tx->bufs.n; i++)
 		journal_buf_release(j, tx->bufs.v[i]);
+	return false;
+}
+
+/* Writes tx (just copied, or kept after a failure) and settles it.
+ * Called and returns without the lock. */
+static void commit_attempt(struct journal *j, struct transaction *tx)
+{
+	int err = commit_write(j, tx);
+	if (err) {
+		if (commit_fail(j, tx, err))
+			return;
+	} else {
+		commit_finish(j, tx);
+	}
+	transaction_free(tx);
 }
 
 /* Commits the running transaction.  Called with state_lock held; returns
@@ -364,14 +408,17 @@ static void commit_running(struct journal *j)
 		return;
 	}
 	pthread_mutex_unlock(&j->state_lock);
-
-	err = commit_write(j, tx);
-	if (err)
-		commit_fail(j, tx, err);
-	else
-		commit_finish(j, tx);
-	transaction_free(tx);
+	commit_attempt(j, tx);
 	pthread_mutex_lock(&j->state_lock);
+}
+
+/* A failed commit is retried when a commit is asked for (of it or of
+ * anything after it) or the interval has passed.  state_lock held. */
+static bool retry_due(struct journal *j)
+{
+	if (j->commit_request > j->committed_tid || j->stopping)
+		return true;
+	return j->cfg.commit_interval_ms && journal_now_ms() >= j->retry_at_ms;
 }
 
 static bool commit_due(struct journal *j)
@@ -411,7 +458,16 @@ void *journal_commit_thread(void *arg)
 			pthread_cond_wait(&j->commit_cond, &j->state_lock);
 			continue;
 		}
-		if (commit_due(j)) {
+		if (j->commit_failed) {
+			if (retry_due(j)) {
+				pthread_mutex_unlock(&j->state_lock);
+				commit_attempt(j, j->committing);
+				pthread_mutex_lock(&j->state_lock);
+				if (j->commit_failed && j->stopping)
+					break; /* the device is still failing: give up */
+				continue;
+			}
+		} else if (commit_due(j)) {
 			uint64_t tid = j->running->tid;
 			commit_running(j);
 			/* An empty transaction stays running; requests for it
@@ -424,9 +480,12 @@ void *journal_commit_thread(void *arg)
 			j->checkpoint_request = false;
 			pthread_mutex_unlock(&j->state_lock);
 			int err = journal_checkpoint_all(j);
-			if (err)
+			if (err && !j->cfg.retry_failed_commits)
 				journal_abort(j, err);
 			pthread_mutex_lock(&j->state_lock);
+			if (err)
+				j->stats.failed_checkpoints++;
+			j->checkpoint_err = err;
 			j->checkpoint_done++;
 			pthread_cond_broadcast(&j->done_cond);
 			continue;

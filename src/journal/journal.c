@@ -188,6 +188,16 @@ int journal_close(struct journal *j)
 		err = j->aborted;
 
 	/* Drop what an aborted journal still pins. */
+	if (j->committing) {
+		struct transaction *tx = j->committing;
+		for (uint32_t i = 0; i < tx->bufs.n; i++) {
+			tx->bufs.v[i]->in_commit = false;
+			free(tx->copies[i]);
+			journal_buf_release(j, tx->bufs.v[i]);
+		}
+		j->committing = NULL;
+		transaction_free(tx);
+	}
 	for (uint32_t i = 0; i < j->running->bufs.n; i++) {
 		j->running->bufs.v[i]->jtx = NULL;
 		journal_buf_release(j, j->running->bufs.v[i]);
@@ -221,11 +231,19 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 		return -ENOMEM;
 
 	pthread_mutex_lock(&j->state_lock);
+	uint64_t failures = j->stats.failed_commits;
 	for (;;) {
 		if (j->aborted) {
 			pthread_mutex_unlock(&j->state_lock);
 			free(h);
 			return -EROFS;
+		}
+		if (j->stats.failed_commits != failures) {
+			/* We waited for room and the commit that would make it
+			 * failed: do not hang on a failing device. */
+			pthread_mutex_unlock(&j->state_lock);
+			free(h);
+			return -EIO;
 		}
 		struct transaction *tx = j->running;
 		if (tx->state != TX_RUNNING) {
@@ -387,11 +405,15 @@ int journal_commit_wait(struct journal *j, uint64_t tid)
 	if (running_is_idle(j, tid))
 		tid = j->committed_tid;
 	if (tid > j->committed_tid) {
+		/* Commits go in log order, so any failure while we wait is of
+		 * a transaction at or before ours. */
+		uint64_t failures = j->stats.failed_commits;
 		j->stats.commit_requests++;
 		if (j->commit_request < tid)
 			j->commit_request = tid;
 		pthread_cond_broadcast(&j->commit_cond);
-		while (tid > j->committed_tid && !j->aborted && !running_is_idle(j, tid))
+		while (tid > j->committed_tid && !j->aborted && !running_is_idle(j, tid) &&
+		       j->stats.failed_commits == failures)
 			pthread_cond_wait(&j->done_cond, &j->state_lock);
 	}
 	if (tid > j->committed_tid && !running_is_idle(j, tid))
@@ -417,7 +439,7 @@ int journal_flush_all(struct journal *j)
 	pthread_cond_broadcast(&j->commit_cond);
 	while (j->checkpoint_done < target && !j->aborted)
 		pthread_cond_wait(&j->done_cond, &j->state_lock);
-	err = j->checkpoint_done < target ? j->aborted : 0;
+	err = j->checkpoint_done < target ? j->aborted : j->checkpoint_err;
 	pthread_mutex_unlock(&j->state_lock);
 	return err;
 }
@@ -425,12 +447,24 @@ int journal_flush_all(struct journal *j)
 void journal_abort(struct journal *j, int err)
 {
 	pthread_mutex_lock(&j->state_lock);
-	if (!j->aborted)
-		j->aborted = err ? err : -EIO;
+	bool first = !j->aborted;
+	if (first)
+		j->aborted = err < 0 ? err : -EIO;
 	pthread_cond_broadcast(&j->handle_cond);
 	pthread_cond_broadcast(&j->commit_cond);
 	pthread_cond_broadcast(&j->done_cond);
 	pthread_mutex_unlock(&j->state_lock);
+	if (first && j->cfg.aborted)
+		j->cfg.aborted(j->cfg.aborted_ctx, err < 0 ? err : -EIO);
+}
+
+int journal_record_error(struct journal *j)
+{
+	pthread_mutex_lock(&j->state_lock);
+	uint32_t start = j->sb_start;
+	uint64_t seq = j->sb_seq;
+	pthread_mutex_unlock(&j->state_lock);
+	return journal_write_super(j, start, seq);
 }
 
 int journal_aborted(struct journal *j)

@@ -72,6 +72,16 @@ struct journal_config {
 	enum journal_data_mode data_mode;
 	unsigned commit_interval_ms; /* periodic commit; 0 = only on demand */
 	bool barrier;                /* issue flushes (F1..F4) */
+	/* On a failed write or flush: false aborts the journal (nothing more
+	 * commits); true keeps the failed transaction, tells its waiters -EIO
+	 * and writes it again (the same log image, at the same place, with the
+	 * same sequence) at the next commit request or interval.  Later
+	 * transactions commit only after it.  flush_error=report. */
+	bool retry_failed_commits;
+	/* Called once, from the thread that aborted the journal, without
+	 * journal locks held.  May be NULL. */
+	void (*aborted)(void *ctx, int err);
+	void *aborted_ctx;
 	/* Called by the commit thread after a transaction commits, once per
 	 * extent that transaction freed (J5).  May be NULL. */
 	void (*release_freed)(void *ctx, uint64_t start, uint32_t len);
@@ -86,6 +96,8 @@ struct journal_stats {
 	uint64_t checkpoints;
 	uint64_t blocks_checkpointed;
 	uint64_t flushes;
+	uint64_t failed_commits;   /* commit attempts that failed */
+	uint64_t failed_checkpoints;
 	uint64_t running_tid;
 	uint64_t committed_tid;    /* highest committed sequence */
 	uint32_t log_used;         /* log blocks holding live transactions */
@@ -105,7 +117,8 @@ int journal_close(struct journal *j);
 
 /* Starts a handle that may dirty up to `credits` metadata blocks.  May wait
  * for a commit to make room.  -EROFS if the journal has aborted, -E2BIG if
- * credits exceed the largest transaction the log allows. */
+ * credits exceed the largest transaction the log allows, -EIO if it had to
+ * wait for room and a commit failed meanwhile. */
 int journal_start(struct journal *j, uint32_t credits, struct handle **out);
 /* The largest credits one handle may ask for. */
 uint32_t journal_max_credits(struct journal *j);
@@ -132,9 +145,10 @@ int journal_add_freed(struct handle *h, uint64_t start, uint32_t len);
 
 uint64_t journal_running_tid(struct journal *j);
 /* Makes sure transaction tid is committed, starting its commit if it is the
- * running one, and waits.  0 if it committed (or was already), -EIO if it
- * failed, -EROFS if the journal is aborted.  Concurrent callers for the same
- * transaction share one commit (group commit). */
+ * running one, and waits.  0 if it committed (or was already), -EIO if a
+ * commit it depends on failed while it waited, -EROFS if the journal is
+ * aborted.  Concurrent callers for the same transaction share one commit
+ * (group commit). */
 int journal_commit_wait(struct journal *j, uint64_t tid);
 /* Commits the running transaction (if it holds anything) and waits. */
 int journal_force_commit(struct journal *j);
@@ -142,8 +156,13 @@ int journal_force_commit(struct journal *j);
 int journal_flush_all(struct journal *j);
 
 /* Marks the journal aborted with err: handles fail with -EROFS from now on
- * and nothing more is committed.  Idempotent. */
+ * and nothing more is committed.  Idempotent; cfg.aborted runs on the
+ * first call. */
 void journal_abort(struct journal *j, int err);
+/* Writes the journal superblock again with the abort errno in it, so the
+ * next mount (after replay) knows the filesystem stopped on an error.
+ * Best effort: the device may be what failed. */
+int journal_record_error(struct journal *j);
 int journal_aborted(struct journal *j);
 
 void journal_get_stats(struct journal *j, struct journal_stats *out);
@@ -159,6 +178,7 @@ struct journal_recovery_info {
 	uint32_t blocks_revoked;    /* tags skipped because of a revoke */
 	uint32_t revoke_records;
 	uint32_t bad_tag_csums;     /* tags whose copy failed its checksum */
+	int32_t journal_err;        /* errno the journal superblock recorded */
 };
 
 #define JOURNAL_RECOVER_DRY_RUN 0x1u /* scan only; write nothing */

@@ -65,7 +65,13 @@ struct journal {
 	pthread_cond_t done_cond;    /* (S) a commit or checkpoint finished */
 
 	struct transaction *running;   /* (S) never NULL while open */
-	struct transaction *committing;/* (S) or NULL */
+	struct transaction *committing;/* (S) or NULL; stays set while a failed
+					* commit waits to be retried */
+	bool commit_failed;            /* (S) committing holds a failed commit */
+	uint64_t retry_at_ms;          /* (S) when to retry it unasked */
+	int checkpoint_err;            /* (S) result of the last requested one */
+	uint32_t sb_start;             /* (S) what the journal sb last said */
+	uint64_t sb_seq;               /* (S) */
 	uint64_t committed_tid;        /* (S) highest committed sequence */
 	uint64_t commit_request;       /* (S) commit up to this tid */
 	bool checkpoint_request;       /* (S) full checkpoint wanted */

@@ -508,6 +508,7 @@ static int recovery_init(struct recovery *r, struct blockdev *bd, const struct o
 		return err;
 	info->first_seq = info->next_seq = r->js.sequence;
 	info->needed = r->js.start != 0;
+	info->journal_err = r->js.err;
 	return 0;
 }
 

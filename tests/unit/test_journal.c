@@ -62,7 +62,12 @@ static void fix_write_empty_journal(struct blockdev *bd, const struct ordfs_supe
 
 static void fix_open(struct jfix *f, bool barrier)
 {
-	struct journal_config cfg = { JOURNAL_DATA_ORDERED, 0, barrier, on_release, f };
+	struct journal_config cfg = {
+		.data_mode = JOURNAL_DATA_ORDERED,
+		.barrier = barrier,
+		.release_freed = on_release,
+		.release_ctx = f,
+	};
 	ck_assert_int_eq(bcache_create(f->rec, BS, NBLOCKS, 64, &f->cache), 0);
 	ck_assert_int_eq(journal_open(f->rec, f->cache, &f->sb, &cfg, &f->j), 0);
 }

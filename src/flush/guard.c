@@ -1,0 +1,499 @@
+/*
+ * guard.c - the flush guard (see guard.h for the policy it carries out).
+ *
+ * Retained copies live in a hash table keyed by block number.  Each entry
+ * records the sequence number of the write it copies and whether the
+ * device may have lost it (stale: a flush failed since it was written).
+ * A flush writes the stale entries again, flushes the device, and on
+ * success forgets every entry written before the flush began.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guard.h"
+#include "../log.h"
+#include "../blockdev/blockdev.h"
+
+#define DEFAULT_RETAIN_LIMIT (64ull << 20)
+
+struct retained {
+	uint64_t blockno;
+	uint64_t seq;      /* of the write this copies */
+	bool stale;        /* the device may have dropped it: write again */
+	struct retained *next;
+	uint8_t data[];
+};
+
+struct guard {
+	struct blockdev bd;
+	struct blockdev *inner;
+	struct flush_guard_config cfg;
+
+	pthread_mutex_t lock;       /* everything below */
+	pthread_mutex_t flush_lock; /* one flush at a time */
+	struct retained **table;
+	uint64_t buckets, count;
+	uint64_t write_seq;
+	uint64_t failed_flushes;    /* moves when a flush fails */
+	uint64_t flushed_seq;       /* writes up to here are known durable */
+	bool unflushed_failure;     /* a flush failed and none has worked since */
+	struct inflight { uint64_t first, n, seq; } *inflight; /* writes under way */
+	uint32_t ninflight, cap_inflight;
+	bool cannot_flush;
+	bool logged_write_error, logged_flush_error;
+	struct flush_guard_stats stats;
+};
+
+static struct guard *to_guard(struct blockdev *bd)
+{
+	return (struct guard *)bd;
+}
+
+int flush_error_policy_parse(const char *s)
+{
+	static const char *const names[] = { "report", "ignore", "remount-ro", "abort" };
+	for (int i = 0; i < 4; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *flush_error_policy_name(enum flush_error_policy p)
+{
+	switch (p) {
+	case FLUSH_ERROR_REPORT: return "report";
+	case FLUSH_ERROR_IGNORE: return "ignore";
+	case FLUSH_ERROR_REMOUNT_RO: return "remount-ro";
+	case FLUSH_ERROR_ABORT: return "abort";
+	}
+	return "?";
+}
+
+/* ---- the table of retained copies (lock held) ---------------------------- */
+
+static struct retained **slot_of(struct guard *g, uint64_t blockno)
+{
+	return &g->table[(blockno * 0x9e3779b97f4a7c15ull) % g->buckets];
+}
+
+static void table_grow(struct guard *g)
+{
+	uint64_t nb = g->buckets * 2;
+	struct retained **nt = calloc(nb, sizeof(*nt));
+	if (!nt)
+		return; /* longer chains, still correct */
+	struct retained **old = g->table;
+	uint64_t ob = g->buckets;
+	g->table = nt;
+	g->buckets = nb;
+	for (uint64_t i = 0; i < ob; i++) {
+		struct retained *e = old[i];
+		while (e) {
+			struct retained *next = e->next;
+			struct retained **s = slot_of(g, e->blockno);
+			e->next = *s;
+			*s = e;
+			e = next;
+		}
+	}
+	free(old);
+}
+
+/* Records the copy of one block written by write number seq; stale if a
+ * flush failed while the write was under way. */
+static int retain_block(struct guard *g, uint64_t blockno, const uint8_t *data, uint64_t seq,
+			bool stale)
+{
+	struct retained **s = slot_of(g, blockno);
+	struct retained *e = *s;
+	while (e && e->blockno != blockno)
+		e = e->next;
+	if (!e) {
+		e = malloc(sizeof(*e) + g->cfg.block_size);
+		if (!e)
+			return -ENOMEM;
+		e->blockno = blockno;
+		e->seq = 0;
+		e->next = *s;
+		*s = e;
+		g->count++;
+		if (g->count > g->buckets * 2)
+			table_grow(g);
+	}
+	if (e->seq < seq) {
+		memcpy(e->data, data, g->cfg.block_size);
+		e->seq = seq;
+		e->stale = stale;
+	}
+	return 0;
+}
+
+static int inflight_add(struct guard *g, uint64_t first, uint64_t n, uint64_t seq)
+{
+	if (g->ninflight == g->cap_inflight) {
+		uint32_t cap = g->cap_inflight ? g->cap_inflight * 2 : 16;
+		struct inflight *v = realloc(g->inflight, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		g->inflight = v;
+		g->cap_inflight = cap;
+	}
+	g->inflight[g->ninflight++] = (struct inflight){ first, n, seq };
+	return 0;
+}
+
+static void inflight_remove(struct guard *g, uint64_t first, uint64_t n)
+{
+	for (uint32_t i = 0; i < g->ninflight; i++)
+		if (g->inflight[i].first == first && g->inflight[i].n == n) {
+			g->inflight[i] = g->inflight[--g->ninflight];
+			return;
+		}
+}
+
+static bool inflight_covers(const struct guard *g, uint64_t blockno)
+{
+	for (uint32_t i = 0; i < g->ninflight; i++)
+		if (blockno - g->inflight[i].first < g->inflight[i].n)
+			return true;
+	return false;
+}
+
+/* Removes entries for which drop(e) is true. */
+static void table_remove_if(struct guard *g, bool (*drop)(const struct retained *, uint64_t),
+			    uint64_t arg)
+{
+	for (uint64_t i = 0; i < g->buckets; i++) {
+		struct retained **pp = &g->table[i];
+		while (*pp) {
+			struct retained *e = *pp;
+			if (drop(e, arg)) {
+				*pp = e->next;
+				free(e);
+				g->count--;
+			} else {
+				pp = &e->next;
+			}
+		}
+	}
+}
+
+static bool written_before(const struct retained *e, uint64_t seq)
+{
+	return e->seq <= seq && !e->stale;
+}
+
+/* The last write sequence a flush starting now covers: every write that
+ * completed, so not the oldest still under way nor any after it. */
+static uint64_t covered_seq(const struct guard *g)
+{
+	uint64_t seq = g->write_seq;
+	for (uint32_t i = 0; i < g->ninflight; i++)
+		if (g->inflight[i].seq <= seq)
+			seq = g->inflight[i].seq - 1;
+	return seq;
+}
+
+static bool always(const struct retained *e, uint64_t unused)
+{
+	(void)e;
+	(void)unused;
+	return true;
+}
+
+static void forget_range(struct guard *g, uint64_t first, uint64_t n, uint64_t seq)
+{
+	for (uint64_t b = first; b < first + n; b++) {
+		struct retained **pp = slot_of(g, b);
+		while (*pp && (*pp)->blockno != b)
+			pp = &(*pp)->next;
+		if (*pp && (*pp)->seq < seq) {
+			struct retained *e = *pp;
+			*pp = e->next;
+			free(e);
+			g->count--;
+		}
+	}
+}
+
+/* ---- device operations -------------------------------------------------- */
+
+static int guard_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
+{
+	return blockdev_read(to_guard(bd)->inner, buf, len, off);
+}
+
+/* A write or flush error under flush_error=ignore: logged once, then it
+ * is as if it had worked. */
+static int ignore_error(struct guard *g, bool *logged, const char *what, int err)
+{
+	pthread_mutex_lock(&g->lock);
+	bool first = !*logged;
+	*logged = true;
+	if (what[0] == 'f')
+		g->cannot_flush = true;
+	pthread_mutex_unlock(&g->lock);
+	if (first)
+		ordfs_log(LOG_ERR, "%s of the image failed (%s); flush_error=ignore: "
+			  "continuing, data may be lost on power failure", what,
+			  strerror(-err));
+	return 0;
+}
+
+static int guard_flush(struct blockdev *bd);
+
+/* Copies [off, off + len) into the table.  Unaligned writes (none in
+ * ordfs today) are read back whole.  Lock held. */
+static int retain_write(struct guard *g, const void *buf, size_t len, uint64_t off, uint64_t seq,
+			bool stale)
+{
+	uint32_t bs = g->cfg.block_size;
+	if (off % bs == 0 && len % bs == 0) {
+		for (uint64_t i = 0; i < len / bs; i++) {
+			int err = retain_block(g, off / bs + i, (const uint8_t *)buf + i * bs, seq,
+					       stale);
+			if (err)
+				return err;
+		}
+		return 0;
+	}
+	uint64_t first = off / bs, last = (off + len - 1) / bs;
+	uint8_t *tmp = malloc(bs);
+	if (!tmp)
+		return -ENOMEM;
+	int err = 0;
+	for (uint64_t b = first; b <= last && !err; b++) {
+		err = blockdev_read(g->inner, tmp, bs, b * bs);
+		if (!err)
+			err = retain_block(g, b, tmp, seq, stale);
+	}
+	free(tmp);
+	return err;
+}
+
+static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
+{
+	struct guard *g = to_guard(bd);
+	uint32_t bs = g->cfg.block_size;
+	uint64_t limit = g->cfg.retain_limit;
+
+	if (!g->cfg.retain) {
+		pthread_mutex_lock(&g->lock);
+		g->write_seq++;
+		pthread_mutex_unlock(&g->lock);
+		int err = blockdev_write(g->inner, buf, len, off);
+		if (err) {
+			pthread_mutex_lock(&g->lock);
+			g->stats.write_errors++;
+			pthread_mutex_unlock(&g->lock);
+			if (g->cfg.policy == FLUSH_ERROR_IGNORE)
+				return ignore_error(g, &g->logged_write_error, "a write", err);
+		}
+		return err;
+	}
+
+	pthread_mutex_lock(&g->lock);
+	bool over = g->count * bs >= limit;
+	pthread_mutex_unlock(&g->lock);
+	if (over) {
+		(void)guard_flush(bd); /* a failure leaves the copies stale */
+		pthread_mutex_lock(&g->lock);
+		bool full = g->count * bs >= 2 * limit;
+		pthread_mutex_unlock(&g->lock);
+		if (full)
+			return -EIO; /* the device keeps failing: do not grow */
+	}
+
+	/* Announced before it starts, so a flush re-writing stale copies
+	 * leaves these blocks to this newer write. */
+	uint64_t first = off / bs, n = (off % bs + len + bs - 1) / bs;
+	pthread_mutex_lock(&g->lock);
+	uint64_t seq = ++g->write_seq;
+	uint64_t failures = g->failed_flushes;
+	int err = inflight_add(g, first, n, seq);
+	pthread_mutex_unlock(&g->lock);
+	if (err)
+		return err;
+
+	err = blockdev_write(g->inner, buf, len, off);
+
+	pthread_mutex_lock(&g->lock);
+	inflight_remove(g, first, n);
+	if (err) {
+		g->stats.write_errors++;
+		forget_range(g, first, n, seq);
+	} else {
+		/* A flush that failed meanwhile may have lost this write too. */
+		err = retain_write(g, buf, len, off, seq, g->failed_flushes != failures);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return err;
+}
+
+/* Writes every stale copy again.  flush_lock held, g->lock not. */
+static int reissue_stale(struct guard *g)
+{
+	uint32_t bs = g->cfg.block_size;
+	pthread_mutex_lock(&g->lock);
+	uint64_t n = 0;
+	for (uint64_t i = 0; i < g->buckets; i++)
+		for (struct retained *e = g->table[i]; e; e = e->next)
+			n += e->stale;
+	if (n == 0) {
+		pthread_mutex_unlock(&g->lock);
+		return 0;
+	}
+	uint64_t *blocks = malloc(n * sizeof(*blocks));
+	uint8_t *data = malloc(n * bs);
+	if (!blocks || !data) {
+		pthread_mutex_unlock(&g->lock);
+		free(blocks);
+		free(data);
+		return -ENOMEM;
+	}
+	uint64_t k = 0;
+	for (uint64_t i = 0; i < g->buckets; i++)
+		for (struct retained *e = g->table[i]; e; e = e->next)
+			if (e->stale) {
+				blocks[k] = e->blockno;
+				memcpy(data + k * bs, e->data, bs);
+				k++;
+			}
+	pthread_mutex_unlock(&g->lock);
+
+	/* A newer write of one of these blocks may be under way; writing the
+	 * older copy after it would undo it.  So each block is written under
+	 * the lock, only if its entry is still stale and no write of it is
+	 * in flight (that write brings newer bytes and its own copy). */
+	int err = 0;
+	for (uint64_t i = 0; i < k && !err; i++) {
+		pthread_mutex_lock(&g->lock);
+		struct retained *e = *slot_of(g, blocks[i]);
+		while (e && e->blockno != blocks[i])
+			e = e->next;
+		if (e && e->stale && !inflight_covers(g, blocks[i])) {
+			err = blockdev_write(g->inner, data + i * bs, bs, blocks[i] * bs);
+			if (!err) {
+				e->stale = false;
+				g->stats.reissued_blocks++;
+			}
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+	free(blocks);
+	free(data);
+	return err;
+}
+
+static int guard_flush(struct blockdev *bd)
+{
+	struct guard *g = to_guard(bd);
+
+	pthread_mutex_lock(&g->flush_lock);
+	pthread_mutex_lock(&g->lock);
+	uint64_t before = covered_seq(g); /* writes a good flush covers */
+	/* Nothing written since the last good flush: nothing to make durable. */
+	bool skip = g->cannot_flush ||
+		    (before == g->write_seq && before == g->flushed_seq && !g->unflushed_failure);
+	pthread_mutex_unlock(&g->lock);
+	if (skip) {
+		pthread_mutex_unlock(&g->flush_lock);
+		return 0;
+	}
+
+	int err = g->cfg.retain ? reissue_stale(g) : 0;
+	if (!err)
+		err = blockdev_flush(g->inner);
+
+	pthread_mutex_lock(&g->lock);
+	if (err == -EINVAL || err == -EOPNOTSUPP) {
+		/* Not a failure: the backing store has no flush at all. */
+		bool first = !g->cannot_flush;
+		g->cannot_flush = true;
+		table_remove_if(g, always, 0);
+		pthread_mutex_unlock(&g->lock);
+		pthread_mutex_unlock(&g->flush_lock);
+		if (first)
+			ordfs_log(LOG_WARNING, "the image cannot be flushed (%s): "
+				  "continuing without flushes, which is unsafe on power failure",
+				  strerror(-err));
+		return 0;
+	}
+	if (err) {
+		g->stats.flush_errors++;
+		g->failed_flushes++;
+		g->unflushed_failure = true;
+		/* The device may have lost anything written since its last good
+		 * flush: every copy must be written again. */
+		for (uint64_t i = 0; i < g->buckets; i++)
+			for (struct retained *e = g->table[i]; e; e = e->next)
+				e->stale = true;
+	} else {
+		g->flushed_seq = before;
+		g->unflushed_failure = false;
+		if (g->cfg.retain)
+			table_remove_if(g, written_before, before);
+	}
+	pthread_mutex_unlock(&g->lock);
+	pthread_mutex_unlock(&g->flush_lock);
+
+	if (err && g->cfg.policy == FLUSH_ERROR_IGNORE)
+		return ignore_error(g, &g->logged_flush_error, "a flush", err);
+	return err;
+}
+
+static void guard_destroy(struct blockdev *bd)
+{
+	struct guard *g = to_guard(bd);
+	table_remove_if(g, always, 0);
+	free(g->table);
+	free(g->inflight);
+	pthread_mutex_destroy(&g->lock);
+	pthread_mutex_destroy(&g->flush_lock);
+	free(g);
+}
+
+static const struct blockdev_ops guard_ops = {
+	.read = guard_read,
+	.write = guard_write,
+	.flush = guard_flush,
+	.destroy = guard_destroy,
+};
+
+int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *cfg,
+		       struct blockdev **out)
+{
+	if (cfg->block_size == 0)
+		return -EINVAL;
+	struct guard *g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->bd.ops = &guard_ops;
+	g->bd.size = inner->size;
+	g->inner = inner;
+	g->cfg = *cfg;
+	if (!g->cfg.retain_limit)
+		g->cfg.retain_limit = DEFAULT_RETAIN_LIMIT;
+	g->buckets = 1024;
+	g->table = calloc(g->buckets, sizeof(*g->table));
+	if (!g->table) {
+		free(g);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_mutex_init(&g->flush_lock, NULL);
+	*out = &g->bd;
+	return 0;
+}
+
+void flush_guard_get_stats(struct blockdev *bd, struct flush_guard_stats *out)
+{
+	struct guard *g = to_guard(bd);
+	pthread_mutex_lock(&g->lock);
+	*out = g->stats;
+	out->retained_blocks = g->count;
+	out->cannot_flush = g->cannot_flush;
+	pthread_mutex_unlock(&g->lock);
+}

@@ -1,0 +1,71 @@
+/*
+ * guard.h - the flush guard: a block device wrapper that carries out the
+ * flush_error= policy for failing writes and flushes of the image.
+ *
+ * Owns: what the filesystem knows about writes the device may have lost.
+ * A disk (or the host page cache under an image file) that fails a flush
+ * may drop everything written since the last flush that succeeded; a
+ * host that fails an fsync may already have thrown its dirty pages away.
+ * So, with the report policy and barriers on, the guard keeps a copy of
+ * every block written since the last successful flush ("retained"), and
+ * after a failed flush it writes those copies again before the next flush:
+ * nothing a later flush claims durable is missing from the device.
+ *
+ * Rules:
+ *  - report: errors go to the caller.  Retained copies are dropped only
+ *    after a flush that began after their write succeeds.  A failed write
+ *    drops the copies of its range (the caller knows it failed and owns
+ *    the retry).  Retained bytes are bounded: past the soft limit a write
+ *    flushes first; past twice the limit (the device keeps failing) a
+ *    write fails with -EIO instead of growing memory.
+ *  - ignore: a failed write or flush is logged once and reported as
+ *    success; after a failed flush the guard stops flushing ("the device
+ *    cannot flush").
+ *  - remount-ro, abort: errors go to the caller, who aborts the journal;
+ *    nothing is retained (nothing is retried).
+ *  - Under every policy a flush refused as unsupported (EINVAL,
+ *    EOPNOTSUPP) means the backing store cannot flush at all: one warning,
+ *    then flushes are skipped.
+ *  - Flushes are serialized; writes run concurrently with each other and
+ *    with a flush.  A write's copy is kept only if no newer write of the
+ *    same block has been recorded (a per-write sequence number).
+ */
+#ifndef ORDFS_FLUSH_GUARD_H
+#define ORDFS_FLUSH_GUARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct blockdev;
+
+enum flush_error_policy {
+	FLUSH_ERROR_REPORT = 0, /* default */
+	FLUSH_ERROR_IGNORE,
+	FLUSH_ERROR_REMOUNT_RO,
+	FLUSH_ERROR_ABORT,
+};
+
+/* "report", "ignore", "remount-ro", "abort"; -1 for anything else. */
+int flush_error_policy_parse(const char *s);
+const char *flush_error_policy_name(enum flush_error_policy p);
+
+struct flush_guard_config {
+	enum flush_error_policy policy;
+	bool retain;               /* keep copies (report with barriers) */
+	uint32_t block_size;
+	uint64_t retain_limit;     /* bytes; 0 = default (64 MiB) */
+};
+
+struct flush_guard_stats {
+	uint64_t write_errors, flush_errors;
+	uint64_t retained_blocks;  /* copies held now */
+	uint64_t reissued_blocks;  /* copies written again after a failed flush */
+	bool cannot_flush;         /* flushes are skipped */
+};
+
+/* Wraps inner (not owned). */
+int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *cfg,
+		       struct blockdev **out);
+void flush_guard_get_stats(struct blockdev *guard, struct flush_guard_stats *out);
+
+#endif

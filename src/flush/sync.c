@@ -1,0 +1,93 @@
+/*
+ * sync.c - fsync, fdatasync, fsyncdir and sync: making things durable, and
+ * telling each open file description about write errors exactly once.
+ *
+ * Owns: ordfs_fsync, ordfs_sync and the per-open-file error cursor
+ * (struct ordfs_file).  Rules:
+ *  - fsync writes back the file's own pages (never another file's), then
+ *    waits for the commit of the last transaction that changed the inode;
+ *    fdatasync waits only for the last one that changed more than its
+ *    timestamps.  With nothing to commit it still flushes the image, so
+ *    in-place overwrites reach stable storage (the flush guard skips a
+ *    flush when nothing was written since the last good one).
+ *  - A write-back or commit failure is recorded in the inode's errseq
+ *    before fsync returns it, so every other open file description of the
+ *    file sees it once, and a file opened later sees an error nobody has
+ *    seen yet (Linux errseq semantics).
+ *  - Once the journal has aborted nothing more becomes durable: fsync of
+ *    a file with anything still to write returns -EIO.
+ */
+#include <errno.h>
+
+#include "../fs.h"
+#include "../file.h"
+#include "../inode.h"
+#include "../ops.h"
+#include "../blockdev/blockdev.h"
+#include "../journal/journal.h"
+
+static bool is_regular(const struct inode *inode)
+{
+	return (inode->d.mode & 0170000) == 0100000;
+}
+
+int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync)
+{
+	if (!fs->journal)
+		return 0;
+
+	pthread_rwlock_wrlock(&inode->lock);
+	int err = 0;
+	if (is_regular(inode) && file_has_dirty(inode) && journal_aborted(fs->journal))
+		err = -EIO; /* those pages can never be written now */
+	else if (is_regular(inode))
+		err = file_writeback_locked(fs, inode);
+	uint64_t tid = datasync ? inode->datasync_tid : inode->sync_tid;
+	pthread_rwlock_unlock(&inode->lock);
+
+	if (!err) {
+		struct journal_stats st;
+		journal_get_stats(fs->journal, &st);
+		if (tid > st.committed_tid)
+			err = journal_commit_wait(fs->journal, tid);
+		else if (fs->opts.barrier)
+			err = blockdev_flush(fs->bd); /* in-place overwrites */
+	}
+	if (err == -EROFS)
+		err = -EIO; /* aborted with changes not yet durable */
+	if (err && err != -ENOMEM)
+		errseq_set(&inode->wb_err, err);
+	return err;
+}
+
+int ordfs_sync(struct ordfs *fs)
+{
+	if (!fs->journal)
+		return 0;
+	int err = file_writeback_all(fs);
+	struct journal_stats st;
+	journal_get_stats(fs->journal, &st);
+	uint64_t committed = st.committed_tid;
+	int cerr = journal_force_commit(fs->journal);
+	if (!err)
+		err = cerr;
+	journal_get_stats(fs->journal, &st);
+	/* Nothing was committed: data overwritten in place still needs a
+	 * flush. */
+	if (!err && st.committed_tid == committed && fs->opts.barrier)
+		err = blockdev_flush(fs->bd);
+	return err;
+}
+
+void ordfs_file_open(struct inode *inode, struct ordfs_file *f)
+{
+	f->wb_since = errseq_sample(&inode->wb_err);
+}
+
+int ordfs_file_fsync(struct ordfs *fs, struct inode *inode, struct ordfs_file *f,
+		     bool datasync)
+{
+	int err = ordfs_fsync(fs, inode, datasync);
+	int unseen = errseq_check_and_advance(&inode->wb_err, &f->wb_since);
+	return unseen ? unseen : err;
+}
