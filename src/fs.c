@@ -134,6 +134,26 @@ int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool ba
 	return err;
 }
 
+int ordfs_clear_error_state(struct blockdev *bd, bool *cleared)
+{
+	struct ordfs_super sb;
+	const char *why;
+	bool jcleared = false;
+	*cleared = false;
+	int err = ordfs_read_super(bd, false, &sb, &why);
+	if (!err && journal_needs_recovery(bd, &sb) == 0)
+		err = journal_clear_error(bd, &sb, &jcleared);
+	if (!err && (sb.state & ORDFS_STATE_ERROR)) {
+		sb.state &= ~ORDFS_STATE_ERROR;
+		err = ordfs_write_super(bd, &sb, false);
+		if (!err)
+			err = blockdev_flush(bd);
+		*cleared = !err;
+	}
+	*cleared = *cleared || jcleared;
+	return err;
+}
+
 /* Writes back delayed data every commit interval, so data written without
  * fsync reaches the image within about two intervals (ext3's ordered mode
  * behaviour; ext4 waits up to 30 s). */
@@ -255,12 +275,29 @@ static void journal_aborted_cb(void *ctx, int err)
 	}
 }
 
+/* A write or flush of the image failed (the guard tells us). */
+static void guard_error_cb(void *ctx, int err)
+{
+	struct ordfs *fs = ctx;
+	struct journal *j = __atomic_load_n(&fs->journal, __ATOMIC_ACQUIRE);
+	if (j && (fs->opts.flush_error == FLUSH_ERROR_REMOUNT_RO ||
+		  fs->opts.flush_error == FLUSH_ERROR_ABORT))
+		journal_abort(j, err);
+	else if (fs->opts.flush_error == FLUSH_ERROR_REPORT &&
+		 __atomic_fetch_add(&fs->io_errors_logged, 1, __ATOMIC_RELAXED) < 10)
+		ordfs_log(LOG_WARNING, "a write or flush of the image failed (%s); "
+			  "flush_error=report: the callers that depend on it get the error",
+			  strerror(-err));
+}
+
 static int open_guard(struct ordfs *fs, const char **why)
 {
 	struct flush_guard_config gc = {
 		.policy = fs->opts.flush_error,
 		.retain = fs->opts.flush_error == FLUSH_ERROR_REPORT && fs->opts.barrier,
 		.block_size = fs->block_size,
+		.on_error = guard_error_cb,
+		.on_error_ctx = fs,
 	};
 	int err = flush_guard_create(fs->raw_bd, &gc, &fs->bd);
 	if (err)

@@ -79,6 +79,7 @@ struct ordfs {
 
 	bool stopped;                 /* fatal() was called (sb_lock) */
 	bool error_recorded;          /* sb_lock */
+	uint32_t io_errors_logged;    /* flush_error=report logs the first few */
 };
 
 /* Mounts the image on bd (not owned).  On failure returns a negative errno
@@ -95,6 +96,11 @@ int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *s
 /* Writes the superblock to block 0 (and, with backup, to the last block).
  * Only while the journal is closed. */
 int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool backup);
+
+/* fsck, after a clean check of an image whose log is empty: clears the
+ * superblock's ERROR state and the journal's recorded errno.  *cleared
+ * tells whether there was anything to clear. */
+int ordfs_clear_error_state(struct blockdev *bd, bool *cleared);
 
 /* Writes the in-memory superblock into block 0 under h.  sb_lock held. */
 int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h);

@@ -165,6 +165,11 @@ int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out)
 		return err;
 	}
 	fresh->size = fresh->d.size;
+	/* What changed this inode before it was last dropped from memory may
+	 * not be committed yet (or may wait for a retry): fsync must wait for
+	 * the running transaction, like ext4's iget. */
+	if (fs->journal)
+		fresh->sync_tid = fresh->datasync_tid = journal_running_tid(fs->journal);
 	*out = cache_insert(ic, fresh);
 	return 0;
 }

@@ -133,5 +133,8 @@ uint64_t blockdev_record_faults_fired(struct blockdev *bd);
 /* With on, a failing flush also loses every write since the last
  * successful flush: the bytes they overwrote come back. */
 void blockdev_record_drop_unflushed(struct blockdev *bd, bool on);
+/* With drop_unflushed on: loses every write since the last successful
+ * flush now, as a power cut would. */
+void blockdev_record_power_cut(struct blockdev *bd);
 
 #endif

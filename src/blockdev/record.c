@@ -359,6 +359,14 @@ uint64_t blockdev_record_faults_fired(struct blockdev *bd)
 	return n;
 }
 
+void blockdev_record_power_cut(struct blockdev *bd)
+{
+	struct record_dev *r = to_rec(bd);
+	pthread_mutex_lock(&r->lock);
+	undo_finish(r, true);
+	pthread_mutex_unlock(&r->lock);
+}
+
 void blockdev_record_drop_unflushed(struct blockdev *bd, bool on)
 {
 	struct record_dev *r = to_rec(bd);

@@ -227,12 +227,14 @@ static int guard_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 
 /* A write or flush error under flush_error=ignore: logged once, then it
  * is as if it had worked. */
-static int ignore_error(struct guard *g, bool *logged, const char *what, int err)
+static int ignore_error(struct guard *g, bool is_flush, int err)
 {
+	bool *logged = is_flush ? &g->logged_flush_error : &g->logged_write_error;
+	const char *what = is_flush ? "a flush" : "a write";
 	pthread_mutex_lock(&g->lock);
 	bool first = !*logged;
 	*logged = true;
-	if (what[0] == 'f')
+	if (is_flush)
 		g->cannot_flush = true;
 	pthread_mutex_unlock(&g->lock);
 	if (first)
@@ -243,6 +245,12 @@ static int ignore_error(struct guard *g, bool *logged, const char *what, int err
 }
 
 static int guard_flush(struct blockdev *bd);
+
+static void notify_error(struct guard *g, int err)
+{
+	if (g->cfg.on_error)
+		g->cfg.on_error(g->cfg.on_error_ctx, err);
+}
 
 /* Copies [off, off + len) into the table.  Unaligned writes (none in
  * ordfs today) are read back whole.  Lock held. */
@@ -289,7 +297,8 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 			g->stats.write_errors++;
 			pthread_mutex_unlock(&g->lock);
 			if (g->cfg.policy == FLUSH_ERROR_IGNORE)
-				return ignore_error(g, &g->logged_write_error, "a write", err);
+				return ignore_error(g, false, err);
+			notify_error(g, err);
 		}
 		return err;
 	}
@@ -302,8 +311,10 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 		pthread_mutex_lock(&g->lock);
 		bool full = g->count * bs >= 2 * limit;
 		pthread_mutex_unlock(&g->lock);
-		if (full)
+		if (full) {
+			notify_error(g, -EIO);
 			return -EIO; /* the device keeps failing: do not grow */
+		}
 	}
 
 	/* Announced before it starts, so a flush re-writing stale copies
@@ -329,6 +340,8 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 		err = retain_write(g, buf, len, off, seq, g->failed_flushes != failures);
 	}
 	pthread_mutex_unlock(&g->lock);
+	if (err)
+		notify_error(g, err);
 	return err;
 }
 
@@ -440,7 +453,9 @@ static int guard_flush(struct blockdev *bd)
 	pthread_mutex_unlock(&g->flush_lock);
 
 	if (err && g->cfg.policy == FLUSH_ERROR_IGNORE)
-		return ignore_error(g, &g->logged_flush_error, "a flush", err);
+		return ignore_error(g, true, err);
+	if (err)
+		notify_error(g, err);
 	return err;
 }
 

@@ -54,6 +54,10 @@ struct flush_guard_config {
 	bool retain;               /* keep copies (report with barriers) */
 	uint32_t block_size;
 	uint64_t retain_limit;     /* bytes; 0 = default (64 MiB) */
+	/* Called after every failed write or flush the caller will see (not
+	 * under ignore), without guard locks held.  May be NULL. */
+	void (*on_error)(void *ctx, int err);
+	void *on_error_ctx;
 };
 
 struct flush_guard_stats {

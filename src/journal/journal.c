@@ -389,12 +389,14 @@ uint64_t journal_running_tid(struct journal *j)
 	return tid;
 }
 
-/* True if tid is the running transaction and it holds nothing: everything
- * a caller could need from it is already durable.  state_lock held. */
+/* True if tid is the running transaction, it holds nothing and every
+ * transaction before it has committed (none is committing or waiting for a
+ * retry): everything a caller could need from it is already durable.
+ * state_lock held. */
 static bool running_is_idle(struct journal *j, uint64_t tid)
 {
 	return tid == j->running->tid && transaction_empty(j->running) &&
-	       j->running->handles == 0;
+	       j->running->handles == 0 && j->committed_tid + 1 == tid;
 }
 
 int journal_commit_wait(struct journal *j, uint64_t tid)

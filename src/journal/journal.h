@@ -191,6 +191,10 @@ struct journal_recovery_info {
 int journal_recover(struct blockdev *bd, const struct ordfs_super *sb, unsigned flags,
 		    struct journal_recovery_info *info);
 
+/* Zeroes the errno the journal superblock recorded (fsck, after a clean
+ * check).  *cleared tells whether there was one. */
+int journal_clear_error(struct blockdev *bd, const struct ordfs_super *sb, bool *cleared);
+
 /* Reads the journal superblock: is the log empty? (0 = empty, 1 = needs
  * recovery, negative errno on error.) */
 int journal_needs_recovery(struct blockdev *bd, const struct ordfs_super *sb);

@@ -557,3 +557,26 @@ out:
 	recovery_free(&r);
 	return err;
 }
+
+int journal_clear_error(struct blockdev *bd, const struct ordfs_super *sb, bool *cleared)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint8_t *blk = malloc(bs);
+	struct ordfs_journal_super js;
+	*cleared = false;
+	if (!blk)
+		return -ENOMEM;
+	int err = blockdev_read(bd, blk, bs, sb->journal_start * (uint64_t)bs);
+	if (!err)
+		err = ordfs_journal_super_decode(blk, bs, sb->csum_seed, &js, NULL);
+	if (!err && js.err != 0) {
+		js.err = 0;
+		ordfs_journal_super_encode(&js, sb->csum_seed, blk);
+		err = blockdev_write(bd, blk, bs, sb->journal_start * (uint64_t)bs);
+		if (!err)
+			err = blockdev_flush(bd);
+		*cleared = !err;
+	}
+	free(blk);
+	return err;
+}

@@ -149,6 +149,24 @@ int main(int argc, char **argv)
 	memset(&res, 0, sizeof(res));
 	res.report = print_problem;
 	err = ordfs_check(bd, &res);
+	bool cleared = false;
+	if (!err && !res.problems && !o.readonly) {
+		/* Clean: the error a remount-ro left behind is dealt with. */
+		err = ordfs_clear_error_state(bd, &cleared);
+		if (cleared)
+			printf("%s: recorded error state cleared\n", o.image);
+	}
+	bool error_left = false;
+	if (!err && o.readonly) {
+		struct ordfs_super sb;
+		const char *why;
+		error_left = ordfs_read_super(bd, false, &sb, &why) == 0 &&
+			     (sb.state & ORDFS_STATE_ERROR);
+		if (error_left)
+			printf("%s: the filesystem recorded an error (errno %u); "
+			       "run without -n to check and clear it\n",
+			       o.image, sb.last_error_code);
+	}
 	blockdev_destroy(bd);
 	if (err) {
 		fprintf(stderr, "fsck.ordfs: %s: check failed: %s\n", o.image, strerror(-err));
@@ -158,7 +176,7 @@ int main(int argc, char **argv)
 	       "%u problems\n",
 	       o.image, (unsigned long long)res.inodes_used, (unsigned long long)res.files,
 	       (unsigned long long)res.dirs, (unsigned long long)res.blocks_used, res.problems);
-	if (res.problems)
+	if (res.problems || error_left)
 		return FSCK_UNCORRECTED;
-	return replayed ? FSCK_CORRECTED : FSCK_OK;
+	return replayed || cleared ? FSCK_CORRECTED : FSCK_OK;
 }
