@@ -11,7 +11,11 @@
  *    So an inode the kernel knows stays cached, and an unlinked one is
  *    freed when the kernel forgets it (the orphan list covers crashes).
  *  - Each handler ends in exactly one reply; errors from the core are
- *    negative errnos, replied as positive ones.
+ *    negative errnos, replied as positive ones.  -EUCLEAN (metadata
+ *    corruption found) goes through the errors= policy first.
+ *  - Every open regular file has a struct ordfs_file in fi->fh: its
+ *    cursor into the file's write errors, so fsync through it reports each
+ *    error once (errseq).
  *  - Caching: attributes and names are cached by the kernel for
  *    attr_timeout/entry_timeout seconds (1 s); the kernel page cache keeps
  *    file data (no keep_cache: it is dropped at open), and the writeback
@@ -29,6 +33,8 @@
 #include "../fs.h"
 #include "../inode.h"
 #include "../ops.h"
+#include "../ordfs_ioctl.h"
+#include "../blockdev/blockdev.h"
 
 static struct daemon_ctx *ctx_of(fuse_req_t req)
 {
@@ -56,7 +62,9 @@ static struct inode *get_inode(fuse_req_t req, fuse_ino_t node)
 	}
 	int err = inode_get(ctx_of(req)->fs, ino_of(node), &inode);
 	if (err) {
-		fuse_reply_err(req, err == -EUCLEAN ? EIO : -err);
+		if (err == -EUCLEAN)
+			ordfs_error_corruption(ctx_of(req)->fs, err, "bad inode");
+		fuse_reply_err(req, -err);
 		return NULL;
 	}
 	return inode;
@@ -90,7 +98,28 @@ static struct ordfs_cred cred_of(fuse_req_t req)
 
 static void reply_result(fuse_req_t req, int err)
 {
+	if (err == -EUCLEAN)
+		ordfs_error_corruption(ctx_of(req)->fs, err, "a damaged block or structure");
 	fuse_reply_err(req, err < 0 ? -err : 0);
+}
+
+/* Gives an open file its error cursor (fi->fh); false (and ENOMEM
+ * replied) if there is no memory. */
+static bool attach_file(fuse_req_t req, struct inode *inode, struct fuse_file_info *fi)
+{
+	struct ordfs_file *f = malloc(sizeof(*f));
+	if (!f) {
+		fuse_reply_err(req, ENOMEM);
+		return false;
+	}
+	ordfs_file_open(inode, f);
+	fi->fh = (uint64_t)(uintptr_t)f;
+	return true;
+}
+
+static struct ordfs_file *file_of(const struct fuse_file_info *fi)
+{
+	return fi ? (struct ordfs_file *)(uintptr_t)fi->fh : NULL;
 }
 
 /* ---- names ------------------------------------------------------------- */
@@ -161,8 +190,14 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	struct fuse_entry_param e;
 	fill_entry(req, child, &e);
-	if (fuse_reply_create(req, &e, fi) != 0)
+	if (!attach_file(req, child, fi)) {
 		inode_put(ctx_of(req)->fs, child);
+		return;
+	}
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		free(file_of(fi));
+		inode_put(ctx_of(req)->fs, child);
+	}
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -368,11 +403,15 @@ static void op_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 		err = -EISDIR;
 	else if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY)
 		err = ordfs_truncate(ctx_of(req)->fs, inode, 0);
-	inode_put(ctx_of(req)->fs, inode);
-	if (err)
+	if (err) {
+		inode_put(ctx_of(req)->fs, inode);
 		reply_result(req, err);
-	else
-		fuse_reply_open(req, fi);
+		return;
+	}
+	bool ok = attach_file(req, inode, fi);
+	inode_put(ctx_of(req)->fs, inode);
+	if (ok && fuse_reply_open(req, fi) != 0)
+		free(file_of(fi));
 }
 
 /* A reply buffer of size bytes (NULL is fine for size 0 when allow_empty).
@@ -438,18 +477,22 @@ static void op_flush(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 static void op_release(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 {
 	(void)node;
-	(void)fi;
+	free(file_of(fi));
 	fuse_reply_err(req, 0);
 }
 
+/* fsync and fdatasync, whatever the file was opened for (read-only too):
+ * its dirty data becomes durable, and each write error of the file is
+ * reported once to this open file description. */
 static void op_fsync(fuse_req_t req, fuse_ino_t node, int datasync,
 		     struct fuse_file_info *fi)
 {
-	(void)fi;
 	struct inode *inode = get_inode(req, node);
 	if (!inode)
 		return;
-	int err = ordfs_fsync(ctx_of(req)->fs, inode, datasync != 0);
+	struct ordfs_file *f = file_of(fi);
+	int err = f ? ordfs_file_fsync(ctx_of(req)->fs, inode, f, datasync != 0)
+		    : ordfs_fsync(ctx_of(req)->fs, inode, datasync != 0);
 	inode_put(ctx_of(req)->fs, inode);
 	reply_result(req, err);
 }
@@ -566,10 +609,13 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t node, size_t size, off_t o
 	readdir_common(req, node, size, off, true);
 }
 
+/* Directories have no error cursor (fi->fh is 0): fsyncdir makes the
+ * directory's entries durable and reports its own failure. */
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t node, int datasync,
 			struct fuse_file_info *fi)
 {
-	op_fsync(req, node, datasync, fi);
+	(void)fi;
+	op_fsync(req, node, datasync, NULL);
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t node, int mode, off_t offset,
@@ -667,12 +713,67 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t node, const char *name)
 	reply_result(req, err);
 }
 
+/* ---- control ----------------------------------------------------------------- */
+
+static int test_fault(struct daemon_ctx *dc, const void *in, size_t in_size)
+{
+	struct ordfs_test_fault tf;
+	if (!dc->test_faults)
+		return -ENOTTY;
+	if (in_size < sizeof(tf))
+		return -EINVAL;
+	memcpy(&tf, in, sizeof(tf));
+	if (tf.op == 2) {
+		blockdev_record_heal(dc->test_faults);
+		return 0;
+	}
+	if (tf.op > 1 || tf.err <= 0 || tf.err > 4095)
+		return -EINVAL;
+	struct blockdev_fault f = { .nth = tf.nth, .err = -tf.err,
+				    .persistent = tf.persistent != 0 };
+	blockdev_record_fault(dc->test_faults, tf.op == 0 ? BD_EV_WRITE : BD_EV_FLUSH, &f);
+	return 0;
+}
+
+static void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		     size_t in_bufsz, size_t out_bufsz)
+{
+	(void)node;
+	(void)arg;
+	(void)fi;
+	(void)out_bufsz;
+	if (flags & FUSE_IOCTL_COMPAT) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	int err;
+	switch ((unsigned)cmd) {
+	case ORDFS_IOC_SYNC:
+		err = ordfs_sync(ctx_of(req)->fs);
+		break;
+	case ORDFS_IOC_TEST_FAULT:
+		err = test_fault(ctx_of(req), in_buf, in_bufsz);
+		break;
+	default:
+		err = -ENOTTY;
+		break;
+	}
+	if (err)
+		reply_result(req, err);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
 	/* Writeback cache off: every write reaches the daemon (delayed
 	 * allocation happens here, not in the kernel). */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* ioctls on directories too: `ordfsctl sync MOUNTPOINT`. */
+	if (conn->capable & FUSE_CAP_IOCTL_DIR)
+		conn->want |= FUSE_CAP_IOCTL_DIR;
 }
 
 const struct fuse_lowlevel_ops ordfs_fuse_ops = {
@@ -707,4 +808,5 @@ const struct fuse_lowlevel_ops ordfs_fuse_ops = {
 	.getxattr = op_getxattr,
 	.listxattr = op_listxattr,
 	.removexattr = op_removexattr,
+	.ioctl = op_ioctl,
 };

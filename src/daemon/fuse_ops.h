@@ -9,10 +9,13 @@
 
 struct ordfs;
 
+struct blockdev;
+
 struct daemon_ctx {
 	struct ordfs *fs;
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
+	struct blockdev *test_faults; /* the fault device (ORDFS_TEST_FAULTS=1) */
 };
 
 extern const struct fuse_lowlevel_ops ordfs_fuse_ops;

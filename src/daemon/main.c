@@ -23,10 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <signal.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "fuse_ops.h"
+#include "../log.h"
 #include "options.h"
 #include "../fs.h"
 #include "../blockdev/blockdev.h"
@@ -75,9 +77,42 @@ static void usage(FILE *out)
 		"  commit=SECONDS  commit the journal at least this often (default 5)\n"
 		"  barrier         flush the image at every commit (default)\n"
 		"  nobarrier       never flush: faster, unsafe on power loss\n"
+		"  flush_error=    when a write or flush of the image fails:\n"
+		"      report      (default) fsync/fdatasync return EIO, once per open file;\n"
+		"                  the failed commit is retried, nothing is lost silently\n"
+		"      ignore      log once, carry on and report success\n"
+		"      remount-ro  stop writing (EROFS), keep reading; fsck.ordfs before\n"
+		"                  the next read-write mount\n"
+		"      abort       log, unmount and exit non-zero; the next mount replays\n"
+		"  errors=         on metadata corruption found while mounted (the caller\n"
+		"                  gets EUCLEAN): continue (record it), remount-ro, abort;\n"
+		"                  default: what mkfs.ordfs -e recorded\n"
 		"  ro, rw          read-only / read-write\n"
+		"\n"
+		"sync(1) does not reach a FUSE filesystem: it waits for the next periodic\n"
+		"commit. Use `ordfsctl sync MOUNTPOINT` to make everything durable now.\n"
 		"generic options passed to FUSE: allow_other, default_permissions (always\n"
 		"on), dev, nodev, suid, nosuid, exec, noexec, fsname=, subtype=\n");
+}
+
+/* The library's messages go where the daemon's go. */
+static void log_sink(int prio, const char *msg)
+{
+	logmsg(prio, "%s", msg);
+}
+
+/* flush_error=abort / errors=abort: the filesystem must stop.  SIGTERM
+ * ends the FUSE loop the way an administrator's kill would; main() then
+ * unmounts and exits non-zero, leaving the journal for the next mount. */
+static volatile sig_atomic_t fatal_error;
+
+static void on_fatal(void *ctx, int err)
+{
+	(void)ctx;
+	fatal_error = err ? err : -EIO;
+	logmsg(LOG_CRIT, "stopping: the filesystem hit an error its policy says is fatal (%s); "
+	       "unmounting, the next mount replays the journal", strerror(-fatal_error));
+	kill(getpid(), SIGTERM);
 }
 
 /* ---- the image -------------------------------------------------------- */
@@ -117,6 +152,11 @@ static int validate_image(struct blockdev *bd, const struct daemon_options *o)
 	if (need && o->fs.readonly) {
 		logmsg(LOG_ERR, "journal needs recovery; mount read-write or run fsck.ordfs");
 		return -EROFS;
+	}
+	if (!need && !o->fs.readonly && (sb.state & ORDFS_STATE_ERROR)) {
+		logmsg(LOG_ERR, "the filesystem recorded an error (errno %u); run fsck.ordfs "
+		       "before mounting it read-write", sb.last_error_code);
+		return -EUCLEAN;
 	}
 	return 0;
 }
@@ -223,22 +263,32 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* Test hook: ORDFS_TEST_FLUSH_LATCH=PATH makes every flush of the image
-	 * wait while PATH exists (the mounted latch test). */
+	/* Test hooks, both on a recording device under the filesystem:
+	 * ORDFS_TEST_FLUSH_LATCH=PATH makes every flush of the image wait while
+	 * PATH exists (the mounted latch test); ORDFS_TEST_FAULTS=1 lets
+	 * ORDFS_IOC_TEST_FAULT fail writes and flushes like a disk that loses
+	 * its cache (the mounted flush tests). */
 	struct blockdev *image_bd = bd;
+	struct daemon_ctx dctx = { NULL, 1.0, 1.0, NULL };
 	const char *latch = getenv("ORDFS_TEST_FLUSH_LATCH");
-	if (latch && *latch) {
+	const char *faults = getenv("ORDFS_TEST_FAULTS");
+	bool want_faults = faults && strcmp(faults, "1") == 0;
+	if ((latch && *latch) || want_faults) {
 		struct blockdev *rec;
 		if (blockdev_record_create(image_bd, false, &rec) != 0 ||
-		    blockdev_record_latch_file(rec, latch) != 0) {
-			logmsg(LOG_ERR, "cannot set up the test flush latch");
+		    (latch && *latch && blockdev_record_latch_file(rec, latch) != 0)) {
+			logmsg(LOG_ERR, "cannot set up the test device");
 			blockdev_destroy(image_bd);
 			return 1;
 		}
+		if (want_faults) {
+			blockdev_record_drop_unflushed(rec, true);
+			dctx.test_faults = rec;
+		}
 		bd = rec;
 	}
-
-	struct daemon_ctx dctx = { NULL, 1.0, 1.0 };
+	ordfs_log_set_sink(log_sink);
+	o.fs.fatal = on_fatal;
 	struct fuse_session *se = make_session(&o, &dctx, argv[0]);
 	if (!se) {
 		if (bd != image_bd)
@@ -279,9 +329,9 @@ int main(int argc, char **argv)
 	/* However the loop ended (unmount, SIGTERM, SIGINT), leave the image
 	 * clean; the exit status says whether that worked. */
 	err = ordfs_unmount(dctx.fs);
-	if (err)
+	if (err && !fatal_error)
 		logmsg(LOG_ERR, "unmount could not leave the image clean: %s", strerror(-err));
-	status = err == 0 ? 0 : 1;
+	status = err == 0 && !fatal_error ? 0 : 1;
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:

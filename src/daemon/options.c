@@ -97,6 +97,27 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 		o->fs.barrier = false;
 		return 0;
 	}
+	if (strncmp(opt, "flush_error=", 12) == 0) {
+		int p = flush_error_policy_parse(opt + 12);
+		if (p < 0)
+			return fail(err, errlen, "bad flush_error policy '%s' "
+				    "(report, ignore, remount-ro or abort)", opt + 12);
+		o->fs.flush_error = (enum flush_error_policy)p;
+		return 0;
+	}
+	if (strncmp(opt, "errors=", 7) == 0) {
+		const char *v = opt + 7;
+		if (strcmp(v, "continue") == 0)
+			o->fs.errors = ORDFS_ERRORS_CONTINUE;
+		else if (strcmp(v, "remount-ro") == 0)
+			o->fs.errors = ORDFS_ERRORS_RO;
+		else if (strcmp(v, "abort") == 0 || strcmp(v, "panic") == 0)
+			o->fs.errors = ORDFS_ERRORS_ABORT;
+		else
+			return fail(err, errlen, "bad errors policy '%s' "
+				    "(continue, remount-ro or abort)", v);
+		return 0;
+	}
 	if (strcmp(opt, "ro") == 0)
 		o->fs.readonly = true;
 	if (strcmp(opt, "rw") == 0)
