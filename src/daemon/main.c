@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <pthread.h>
 #include <signal.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -105,6 +106,7 @@ static void log_sink(int prio, const char *msg)
  * ends the FUSE loop the way an administrator's kill would; main() then
  * unmounts and exits non-zero, leaving the journal for the next mount. */
 static volatile sig_atomic_t fatal_error;
+static pthread_t main_thread; /* where the FUSE loop waits */
 
 static void on_fatal(void *ctx, int err)
 {
@@ -112,7 +114,8 @@ static void on_fatal(void *ctx, int err)
 	fatal_error = err ? err : -EIO;
 	logmsg(LOG_CRIT, "stopping: the filesystem hit an error its policy says is fatal (%s); "
 	       "unmounting, the next mount replays the journal", strerror(-fatal_error));
-	kill(getpid(), SIGTERM);
+	/* To the loop's own thread, so its wait is interrupted. */
+	pthread_kill(main_thread, SIGTERM);
 }
 
 /* ---- the image -------------------------------------------------------- */
@@ -288,6 +291,7 @@ int main(int argc, char **argv)
 		bd = rec;
 	}
 	ordfs_log_set_sink(log_sink);
+	main_thread = pthread_self(); /* set again after the fork below */
 	o.fs.fatal = on_fatal;
 	struct fuse_session *se = make_session(&o, &dctx, argv[0]);
 	if (!se) {
@@ -323,6 +327,7 @@ int main(int argc, char **argv)
 		       dctx.fs->recovery.transactions);
 	finish_detach(verdict_fd, true);
 
+	main_thread = pthread_self();
 	int loop = serve(se, &o);
 	if (loop != 0 && !fuse_session_exited(se))
 		logmsg(LOG_ERR, "the FUSE loop failed (%d)", loop);
