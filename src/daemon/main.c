@@ -329,7 +329,9 @@ int main(int argc, char **argv)
 
 	main_thread = pthread_self();
 	int loop = serve(se, &o);
-	if (loop != 0 && !fuse_session_exited(se))
+	/* A loop ended by a signal returns its number (SIGTERM, SIGINT,
+	 * SIGHUP: libfuse's handlers); anything else is a failure. */
+	if (loop < 0 || (loop > 0 && loop != SIGTERM && loop != SIGINT && loop != SIGHUP))
 		logmsg(LOG_ERR, "the FUSE loop failed (%d)", loop);
 	/* However the loop ended (unmount, SIGTERM, SIGINT), leave the image
 	 * clean; the exit status says whether that worked. */

@@ -414,8 +414,9 @@ int journal_commit_wait(struct journal *j, uint64_t tid)
 		if (j->commit_request < tid)
 			j->commit_request = tid;
 		pthread_cond_broadcast(&j->commit_cond);
-		while (tid > j->committed_tid && !j->aborted && !running_is_idle(j, tid) &&
-		       j->stats.failed_commits == failures)
+		while ((tid > j->committed_tid && !j->aborted && !running_is_idle(j, tid) &&
+			j->stats.failed_commits == failures) ||
+		       j->abort_notifying)
 			pthread_cond_wait(&j->done_cond, &j->state_lock);
 	}
 	if (tid > j->committed_tid && !running_is_idle(j, tid))
@@ -450,14 +451,22 @@ void journal_abort(struct journal *j, int err)
 {
 	pthread_mutex_lock(&j->state_lock);
 	bool first = !j->aborted;
-	if (first)
+	if (first) {
 		j->aborted = err < 0 ? err : -EIO;
+		/* The policy acts before anyone waiting hears of the abort, so
+		 * a caller that got EIO finds its consequences in place. */
+		if (j->cfg.aborted) {
+			j->abort_notifying = true;
+			pthread_mutex_unlock(&j->state_lock);
+			j->cfg.aborted(j->cfg.aborted_ctx, j->aborted);
+			pthread_mutex_lock(&j->state_lock);
+			j->abort_notifying = false;
+		}
+	}
 	pthread_cond_broadcast(&j->handle_cond);
 	pthread_cond_broadcast(&j->commit_cond);
 	pthread_cond_broadcast(&j->done_cond);
 	pthread_mutex_unlock(&j->state_lock);
-	if (first && j->cfg.aborted)
-		j->cfg.aborted(j->cfg.aborted_ctx, err < 0 ? err : -EIO);
 }
 
 int journal_record_error(struct journal *j)

@@ -77,6 +77,7 @@ struct journal {
 	bool checkpoint_request;       /* (S) full checkpoint wanted */
 	uint64_t checkpoint_done;      /* (S) full checkpoints completed */
 	int aborted;                   /* (S) 0 or the negative errno */
+	bool abort_notifying;          /* (S) cfg.aborted is running */
 	bool stopping;                 /* (S) */
 	struct journal_stats stats;    /* (S) */
 

@@ -246,7 +246,10 @@ static bool policy_case(const char *policy, uint32_t op, uint64_t nth)
 			close(fd2);
 			int status;
 			ck_assert_int_eq(mnt_wait_pid(m.daemon, 20000, &status), 0);
-			ck_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+			if (!WIFEXITED(status) || WEXITSTATUS(status) == 0)
+				mnt_dump_file(m.log, "daemon: ");
+			ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0,
+				      "daemon status %#x after abort", status);
 			m.daemon = 0;
 			ck_assert(!mnt_is_live(m.mountpoint));
 			ck_assert_uint_eq(count_in_log(&m, "stopping"), 1);
