@@ -103,23 +103,66 @@ static void reply_result(fuse_req_t req, int err)
 	fuse_reply_err(req, err < 0 ? -err : 0);
 }
 
+/* An open file's error cursor, on the context's list so the ones the
+ * kernel never releases (loop ended first) can be freed at exit. */
+struct open_file {
+	struct ordfs_file f;
+	struct open_file *prev, *next;
+};
+
 /* Gives an open file its error cursor (fi->fh); false (and ENOMEM
  * replied) if there is no memory. */
 static bool attach_file(fuse_req_t req, struct inode *inode, struct fuse_file_info *fi)
 {
-	struct ordfs_file *f = malloc(sizeof(*f));
-	if (!f) {
+	struct daemon_ctx *dc = ctx_of(req);
+	struct open_file *of = calloc(1, sizeof(*of));
+	if (!of) {
 		fuse_reply_err(req, ENOMEM);
 		return false;
 	}
-	ordfs_file_open(inode, f);
-	fi->fh = (uint64_t)(uintptr_t)f;
+	ordfs_file_open(inode, &of->f);
+	pthread_mutex_lock(&dc->files_lock);
+	of->next = dc->open_files;
+	if (of->next)
+		of->next->prev = of;
+	dc->open_files = of;
+	pthread_mutex_unlock(&dc->files_lock);
+	fi->fh = (uint64_t)(uintptr_t)of;
 	return true;
+}
+
+static void detach_file(struct daemon_ctx *dc, struct fuse_file_info *fi)
+{
+	struct open_file *of = fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
+	if (!of)
+		return;
+	pthread_mutex_lock(&dc->files_lock);
+	if (of->prev)
+		of->prev->next = of->next;
+	else
+		dc->open_files = of->next;
+	if (of->next)
+		of->next->prev = of->prev;
+	pthread_mutex_unlock(&dc->files_lock);
+	free(of);
+	fi->fh = 0;
+}
+
+void daemon_release_all_files(struct daemon_ctx *dc)
+{
+	pthread_mutex_lock(&dc->files_lock);
+	while (dc->open_files) {
+		struct open_file *of = dc->open_files;
+		dc->open_files = of->next;
+		free(of);
+	}
+	pthread_mutex_unlock(&dc->files_lock);
 }
 
 static struct ordfs_file *file_of(const struct fuse_file_info *fi)
 {
-	return fi ? (struct ordfs_file *)(uintptr_t)fi->fh : NULL;
+	struct open_file *of = fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
+	return of ? &of->f : NULL;
 }
 
 /* ---- names ------------------------------------------------------------- */
@@ -195,7 +238,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	if (fuse_reply_create(req, &e, fi) != 0) {
-		free(file_of(fi));
+		detach_file(ctx_of(req), fi);
 		inode_put(ctx_of(req)->fs, child);
 	}
 }
@@ -411,7 +454,7 @@ static void op_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 	bool ok = attach_file(req, inode, fi);
 	inode_put(ctx_of(req)->fs, inode);
 	if (ok && fuse_reply_open(req, fi) != 0)
-		free(file_of(fi));
+		detach_file(ctx_of(req), fi);
 }
 
 /* A reply buffer of size bytes (NULL is fine for size 0 when allow_empty).
@@ -477,7 +520,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 static void op_release(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 {
 	(void)node;
-	free(file_of(fi));
+	detach_file(ctx_of(req), fi);
 	fuse_reply_err(req, 0);
 }
 

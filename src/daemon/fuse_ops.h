@@ -9,14 +9,23 @@
 
 struct ordfs;
 
+#include <pthread.h>
+
 struct blockdev;
+struct open_file;
 
 struct daemon_ctx {
 	struct ordfs *fs;
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
 	struct blockdev *test_faults; /* the fault device (ORDFS_TEST_FAULTS=1) */
+	pthread_mutex_t files_lock;   /* open_files */
+	struct open_file *open_files; /* every open file's error cursor */
 };
+
+/* Frees the error cursors of files still open when the FUSE loop ended
+ * (a lazy unmount, an abort): the kernel never sends their release. */
+void daemon_release_all_files(struct daemon_ctx *dc);
 
 extern const struct fuse_lowlevel_ops ordfs_fuse_ops;
 

@@ -272,7 +272,8 @@ int main(int argc, char **argv)
 	 * ORDFS_IOC_TEST_FAULT fail writes and flushes like a disk that loses
 	 * its cache (the mounted flush tests). */
 	struct blockdev *image_bd = bd;
-	struct daemon_ctx dctx = { NULL, 1.0, 1.0, NULL };
+	struct daemon_ctx dctx = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
+	pthread_mutex_init(&dctx.files_lock, NULL);
 	const char *latch = getenv("ORDFS_TEST_FLUSH_LATCH");
 	const char *faults = getenv("ORDFS_TEST_FAULTS");
 	bool want_faults = faults && strcmp(faults, "1") == 0;
@@ -335,6 +336,7 @@ int main(int argc, char **argv)
 		logmsg(LOG_ERR, "the FUSE loop failed (%d)", loop);
 	/* However the loop ended (unmount, SIGTERM, SIGINT), leave the image
 	 * clean; the exit status says whether that worked. */
+	daemon_release_all_files(&dctx);
 	err = ordfs_unmount(dctx.fs);
 	if (err && !fatal_error)
 		logmsg(LOG_ERR, "unmount could not leave the image clean: %s", strerror(-err));
