@@ -5,7 +5,7 @@
  * Owns: backgrounding (without -f the command exits 0 only once the mount
  * is live, says nothing, and the detached daemon leaves the image clean
  * and unlocked after fusermount3 -u); refusals (unknown -o option,
- * data=bogus, commit=x, missing image, an image that is not ordfs, a
+ * data=bogus, commit=x, flush_error=shrug, errors=panic-now, missing image, an image that is not ordfs, a
  * missing mountpoint, usage errors, a second daemon on an image already
  * mounted): each exits non-zero with exactly one line on stderr, in the
  * background and the foreground alike, mounts nothing and leaves the
@@ -133,6 +133,10 @@ START_TEST(test_refuses_bad_options)
 	expect_refused(m.image, m.mountpoint, commit, "commit");
 	const char *commit_neg[] = { "-o", "commit=-1", NULL };
 	expect_refused(m.image, m.mountpoint, commit_neg, "commit");
+	const char *policy[] = { "-o", "flush_error=shrug", NULL };
+	expect_refused(m.image, m.mountpoint, policy, "shrug");
+	const char *errors[] = { "-o", "errors=panic-now", NULL };
+	expect_refused(m.image, m.mountpoint, errors, "panic-now");
 	const char *dash_o[] = { "-o", NULL };
 	expect_refused(m.image, m.mountpoint, dash_o, NULL);
 	const char *unknown_flag[] = { "-x", NULL };
