@@ -32,6 +32,7 @@
 #include "inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
+#include "atime/atime.h"
 #include "blockdev/blockdev.h"
 #include "extent/extent.h"
 #include "journal/journal.h"
@@ -376,7 +377,7 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode)
 		i += (uint64_t)done;
 	}
 	free(v);
-	if (!err && (inode->d.size != inode->size || inode->times_dirty))
+	if (!err && (inode->d.size != inode->size || inode->times_dirty || inode->atime_dirty))
 		err = update_disk_size(fs, inode);
 	return err;
 }
@@ -444,8 +445,14 @@ ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
 			done += (ssize_t)chunk;
 		}
 	}
+	/* The cheap check under the read lock; atime_touch decides again. */
+	bool touch = done >= 0 && fs->opts.atime.mode != ATIME_NOATIME &&
+		     atime_needs_update(&fs->opts.atime, false, inode->d.atime, inode->d.mtime,
+					inode->d.ctime, ordfs_now());
 	pthread_rwlock_unlock(&inode->lock);
 	free(tmp);
+	if (touch)
+		(void)atime_touch(fs, inode); /* a read never fails for its atime */
 	return done;
 }
 

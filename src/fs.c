@@ -173,6 +173,7 @@ static void *writeback_main(void *arg)
 			break;
 		pthread_mutex_unlock(&fs->writeback_lock);
 		(void)file_writeback_all(fs); /* errors stay with the pages */
+		(void)atime_write_lazy(fs, false); /* lazytime: 24 hours old */
 		pthread_mutex_lock(&fs->writeback_lock);
 	}
 	pthread_mutex_unlock(&fs->writeback_lock);
@@ -455,6 +456,8 @@ int ordfs_unmount(struct ordfs *fs)
 		err = inode_evict_unlinked(fs);
 		if (!err)
 			err = file_writeback_all(fs);
+		if (!err)
+			err = atime_write_lazy(fs, true);
 		int jerr = journal_close(fs->journal);
 		fs->journal = NULL;
 		if (!err)

@@ -24,6 +24,7 @@
 #include "format.h"
 #include "journal/journal.h"
 #include "flush/guard.h"
+#include "atime/atime.h"
 
 struct blockdev;
 struct bcache;
@@ -39,6 +40,7 @@ struct ordfs_options {
 	uint64_t dirty_limit_bytes;  /* delayed-allocation dirty data bound; 0 = default */
 	enum flush_error_policy flush_error; /* failing write/flush of the image */
 	uint32_t errors;             /* ORDFS_ERRORS_*; 0 = what the superblock says */
+	struct atime_policy atime;   /* default relatime */
 	/* flush_error=abort / errors=abort: called once when the filesystem
 	 * must stop (the daemon unmounts and exits non-zero).  NULL: the
 	 * filesystem only goes read-only. */

@@ -193,9 +193,11 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 	pthread_mutex_lock(&ic->lock);
 	if (inode->refs == 0)
 		abort(); /* reference underflow: a bug, never continue */
-	/* Dirty data keeps a linked inode cached until writeback; an unlinked
-	 * one's data is thrown away by its eviction. */
-	if (--inode->refs > 0 || (file_has_dirty(inode) && inode->d.links > 0)) {
+	/* Dirty data (or a lazily kept atime) keeps a linked inode cached
+	 * until it is written; an unlinked one's is thrown away by its
+	 * eviction. */
+	if (--inode->refs > 0 ||
+	    ((file_has_dirty(inode) || inode->atime_dirty) && inode->d.links > 0)) {
 		pthread_mutex_unlock(&ic->lock);
 		return;
 	}
@@ -297,6 +299,7 @@ int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigne
 	if (!err) {
 		ordfs_inode_encode(&inode->d, inode->ino, fs->csum_seed, b->data + off);
 		inode->times_dirty = false;
+		inode->atime_dirty = false; /* d.atime went with the rest */
 		uint64_t tid = journal_handle_tid(h);
 		inode->sync_tid = tid;
 		if (flags & INODE_WRITE_DATASYNC)

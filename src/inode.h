@@ -42,6 +42,8 @@ struct inode {
 	uint64_t datasync_tid; /* last transaction that changed more than times */
 	struct page_cache *pages; /* file data awaiting writeback (file.c) */
 	bool times_dirty;      /* d's timestamps changed since the last inode_write */
+	bool atime_dirty;      /* lazytime: d.atime changed, not yet written */
+	int64_t atime_dirty_since; /* CLOCK_REALTIME seconds when it first did */
 	struct errseq wb_err;  /* write errors of this file's data and commits,
 				  reported once per open file description */
 

@@ -25,6 +25,7 @@
 #include <linux/fs.h>
 
 #include "fs.h"
+#include "atime/atime.h"
 #include "file.h"
 #include "inode.h"
 #include "ops.h"
@@ -508,6 +509,8 @@ ssize_t ordfs_readlink(struct ordfs *fs, struct inode *link, char *buf, size_t s
 		}
 	}
 	pthread_rwlock_unlock(&link->lock);
+	if (result > 0)
+		(void)atime_touch(fs, link);
 	if (result > (ssize_t)size)
 		result = (ssize_t)size; /* truncated, as readlink(2) */
 	return result;
@@ -521,6 +524,8 @@ int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_em
 	pthread_rwlock_rdlock(&dir->lock);
 	int err = dir_readdir(fs, dir, cookie, emit, ctx);
 	pthread_rwlock_unlock(&dir->lock);
+	if (err >= 0)
+		(void)atime_touch(fs, dir); /* a listing never fails for its atime */
 	return err;
 }
 

@@ -1,6 +1,9 @@
 /*
  * atime.c - the access-time policy (see atime.h for the rules).
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "atime.h"
 
 int ordfs_timespec_cmp(struct ordfs_timespec a, struct ordfs_timespec b)
@@ -38,4 +41,35 @@ bool atime_needs_update(const struct atime_policy *p, bool is_dir,
 	if (p->mode == ATIME_RELATIME && !relatime_needs_update(atime, mtime, ctime, now))
 		return false;
 	return ordfs_timespec_cmp(atime, now) != 0;
+}
+
+bool atime_parse_option(const char *opt, struct atime_policy *p)
+{
+	if (strcmp(opt, "relatime") == 0)
+		p->mode = ATIME_RELATIME;
+	else if (strcmp(opt, "strictatime") == 0 || strcmp(opt, "norelatime") == 0 ||
+		 strcmp(opt, "atime") == 0)
+		p->mode = ATIME_STRICT;
+	else if (strcmp(opt, "noatime") == 0)
+		p->mode = ATIME_NOATIME;
+	else if (strcmp(opt, "nodiratime") == 0)
+		p->nodiratime = true;
+	else if (strcmp(opt, "diratime") == 0)
+		p->nodiratime = false;
+	else if (strcmp(opt, "lazytime") == 0)
+		p->lazytime = true;
+	else if (strcmp(opt, "nolazytime") == 0)
+		p->lazytime = false;
+	else
+		return false;
+	return true;
+}
+
+void atime_policy_describe(const struct atime_policy *p, char *buf, unsigned len)
+{
+	const char *mode = p->mode == ATIME_STRICT    ? "strictatime"
+			   : p->mode == ATIME_NOATIME ? "noatime"
+						      : "relatime";
+	snprintf(buf, len, "%s%s%s", mode, p->nodiratime ? ",nodiratime" : "",
+		 p->lazytime ? ",lazytime" : "");
 }

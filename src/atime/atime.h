@@ -40,4 +40,29 @@ bool atime_needs_update(const struct atime_policy *p, bool is_dir,
 /* -1, 0, 1 as a is before, equal to, after b. */
 int ordfs_timespec_cmp(struct ordfs_timespec a, struct ordfs_timespec b);
 
+/* Parses one mount option of the family (relatime, strictatime,
+ * norelatime, noatime, atime, nodiratime, diratime, lazytime,
+ * nolazytime) into p.  true if opt was one of them. */
+bool atime_parse_option(const char *opt, struct atime_policy *p);
+/* "relatime", "strictatime" or "noatime" (+ ",nodiratime", ",lazytime"). */
+void atime_policy_describe(const struct atime_policy *p, char *buf, unsigned len);
+
+/* ---- applying it (touch.c) ---------------------------------------------
+ * A read, readdir or readlink that reached the daemon calls atime_touch
+ * (no locks, no handle held).  Without lazytime the new atime is written
+ * in a handle of its own, never flagged as a datasync change: it joins
+ * the running transaction and is committed with the next periodic or
+ * requested commit; it never forces one, and fdatasync ignores it.  With
+ * lazytime it stays in memory (inode->atime_dirty) until another change
+ * writes the inode, fsync, ordfsctl sync, unmount, or 24 hours. */
+struct ordfs;
+struct inode;
+int atime_touch(struct ordfs *fs, struct inode *inode);
+/* Writes a lazily kept atime of inode now (inode->lock held exclusively,
+ * no handle). */
+int atime_write_pending(struct ordfs *fs, struct inode *inode);
+/* Writes the lazily kept atimes of every cached inode (all), or of those
+ * kept for 24 hours (!all).  Periodic writeback, sync and unmount. */
+int atime_write_lazy(struct ordfs *fs, bool all);
+
 #endif

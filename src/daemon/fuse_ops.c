@@ -20,6 +20,18 @@
  *    attr_timeout/entry_timeout seconds (1 s); the kernel page cache keeps
  *    file data (no keep_cache: it is dropped at open), and the writeback
  *    cache is off, so every write() reaches the daemon in order.
+ *  - Access times and caching, the trade-off: the kernel leaves atime to
+ *    the daemon (FUSE inodes are S_NOATIME) and sees a new atime after a
+ *    read (it drops the cached atime), but only reads that miss the
+ *    kernel's page cache reach ordfs.  Dropping the cache at every open
+ *    makes the first read through each open reach us: enough for
+ *    relatime (the mutt case: the first read after a write updates
+ *    atime) and for strictatime across opens; rereading data already
+ *    cached within one open is not seen.  Caching nothing (direct_io)
+ *    would see every read but costs every read a round trip and, with
+ *    libfuse 3.14, mmap.  The writeback cache stays off, so the kernel
+ *    never reads a page just to complete a partial write: every READ we
+ *    get is a read a program made.
  */
 #include <dirent.h>
 #include <errno.h>

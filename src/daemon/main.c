@@ -88,7 +88,15 @@ static void usage(FILE *out)
 		"  errors=         on metadata corruption found while mounted (the caller\n"
 		"                  gets EUCLEAN): continue (record it), remount-ro, abort;\n"
 		"                  default: what mkfs.ordfs -e recorded\n"
+		"  relatime        update atime on read only if it is older than mtime or\n"
+		"                  ctime, or 24 hours old (default)\n"
+		"  strictatime     update atime on every read that reaches ordfs\n"
+		"  noatime         never update atime; nodiratime: never for directories\n"
+		"  lazytime        keep atime updates in memory until the inode is written\n"
+		"                  anyway, fsync, ordfsctl sync, unmount or 24 hours\n"
 		"  ro, rw          read-only / read-write\n"
+		"Defaults recorded in the image (mkfs.ordfs -E mount_opts=) apply first;\n"
+		"options given here override them.\n"
 		"\n"
 		"sync(1) does not reach a FUSE filesystem: it waits for the next periodic\n"
 		"commit. Use `ordfsctl sync MOUNTPOINT` to make everything durable now.\n"
@@ -138,15 +146,20 @@ static int open_image(const struct daemon_options *o, struct blockdev **out)
 	return 0;
 }
 
-static int validate_image(struct blockdev *bd, const struct daemon_options *o)
+/* Reads the superblock: nothing is written.  On success *sb holds it. */
+static int read_image_super(struct blockdev *bd, struct ordfs_super *sb)
 {
-	struct ordfs_super sb;
 	const char *why = NULL;
-	int err = ordfs_read_super(bd, false, &sb, &why);
-	if (err) {
+	int err = ordfs_read_super(bd, false, sb, &why);
+	if (err)
 		logmsg(LOG_ERR, "%s", why);
-		return err;
-	}
+	return err;
+}
+
+static int validate_image(struct blockdev *bd, const struct ordfs_super *image_sb,
+			  const struct daemon_options *o)
+{
+	struct ordfs_super sb = *image_sb;
 	int need = journal_needs_recovery(bd, &sb);
 	if (need < 0) {
 		logmsg(LOG_ERR, "journal superblock is corrupt (run fsck.ordfs)");
@@ -261,7 +274,19 @@ int main(int argc, char **argv)
 	struct blockdev *bd;
 	if (open_image(&o, &bd) != 0)
 		return 1;
-	if (validate_image(bd, &o) != 0) {
+	struct ordfs_super sb;
+	if (read_image_super(bd, &sb) != 0) {
+		blockdev_destroy(bd);
+		return 1;
+	}
+	/* The image's default mount options first, then the command line. */
+	if (sb.mount_opts[0] &&
+	    daemon_parse_args_over(argc, argv, sb.mount_opts, &o, err_msg, sizeof(err_msg)) != 0) {
+		logmsg(LOG_ERR, "%s", err_msg);
+		blockdev_destroy(bd);
+		return 1;
+	}
+	if (validate_image(bd, &sb, &o) != 0) {
 		blockdev_destroy(bd);
 		return 1;
 	}

@@ -118,6 +118,8 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 				    "(continue, remount-ro or abort)", v);
 		return 0;
 	}
+	if (atime_parse_option(opt, &o->fs.atime))
+		return 0;
 	if (strcmp(opt, "ro") == 0)
 		o->fs.readonly = true;
 	if (strcmp(opt, "rw") == 0)
@@ -143,12 +145,49 @@ int daemon_parse_mount_opts(const char *opts, struct daemon_options *o, char *er
 	return rc;
 }
 
+/* The image's default mount options (mkfs.ordfs -E mount_opts=): only
+ * ordfs's own options, applied before the command line's. */
+static int apply_image_defaults(const char *defaults, struct daemon_options *o, char *err,
+				size_t errlen)
+{
+	char *copy = strdup(defaults);
+	if (!copy)
+		return -ENOMEM;
+	int rc = 0;
+	char *save = NULL;
+	for (char *opt = strtok_r(copy, ",", &save); opt && !rc; opt = strtok_r(NULL, ",", &save)) {
+		if (in_list(passthrough, opt) || has_prefix_in(passthrough_prefix, opt) ||
+		    in_list(ignored, opt)) {
+			rc = fail(err, errlen, "the image's default mount option '%s' is not an "
+				  "ordfs option", opt);
+			break;
+		}
+		char one[128];
+		rc = parse_one(opt, o, one, sizeof(one));
+		if (rc)
+			snprintf(err, errlen, "the image's default mount options: %s", one);
+	}
+	free(copy);
+	return rc;
+}
+
 int daemon_parse_args(int argc, char **argv, struct daemon_options *o, char *err,
 		      size_t errlen)
+{
+	return daemon_parse_args_over(argc, argv, NULL, o, err, errlen);
+}
+
+int daemon_parse_args_over(int argc, char **argv, const char *image_defaults,
+			   struct daemon_options *o, char *err, size_t errlen)
 {
 	memset(o, 0, sizeof(*o));
 	ordfs_options_default(&o->fs);
 	strcpy(o->fuse_opts, "default_permissions");
+	if (image_defaults && *image_defaults) {
+		int rc = apply_image_defaults(image_defaults, o, err, errlen);
+		if (rc)
+			return rc;
+	}
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];

@@ -33,6 +33,11 @@ struct daemon_options {
 int daemon_parse_args(int argc, char **argv, struct daemon_options *out, char *err,
 		      size_t errlen);
 
+/* The same, on top of the image's default mount options (the
+ * superblock's mount_opts: ordfs options only); the command line wins. */
+int daemon_parse_args_over(int argc, char **argv, const char *image_defaults,
+			   struct daemon_options *out, char *err, size_t errlen);
+
 /* Parses one -o string into out (may be called several times). */
 int daemon_parse_mount_opts(const char *opts, struct daemon_options *out, char *err,
 			    size_t errlen);

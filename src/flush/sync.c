@@ -16,6 +16,8 @@
  *    seen yet (Linux errseq semantics).
  *  - Once the journal has aborted nothing more becomes durable: fsync of
  *    a file with anything still to write returns -EIO.
+ *  - fsync writes a lazily kept atime (lazytime) with the inode; sync
+ *    writes every one.
  */
 #include <errno.h>
 
@@ -25,6 +27,7 @@
 #include "../ops.h"
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
+#include "../atime/atime.h"
 
 static bool is_regular(const struct inode *inode)
 {
@@ -41,7 +44,9 @@ int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync)
 	if (is_regular(inode) && file_has_dirty(inode) && journal_aborted(fs->journal))
 		err = -EIO; /* those pages can never be written now */
 	else if (is_regular(inode))
-		err = file_writeback_locked(fs, inode);
+		err = file_writeback_locked(fs, inode); /* takes a lazy atime along */
+	else
+		err = atime_write_pending(fs, inode);
 	uint64_t tid = datasync ? inode->datasync_tid : inode->sync_tid;
 	pthread_rwlock_unlock(&inode->lock);
 
@@ -65,6 +70,9 @@ int ordfs_sync(struct ordfs *fs)
 	if (!fs->journal)
 		return 0;
 	int err = file_writeback_all(fs);
+	int aerr = atime_write_lazy(fs, true);
+	if (!err)
+		err = aerr;
 	struct journal_stats st;
 	journal_get_stats(fs->journal, &st);
 	uint64_t committed = st.committed_tid;
