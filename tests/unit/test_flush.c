@@ -432,6 +432,40 @@ START_TEST(test_fsyncdir_makes_entries_durable)
 }
 END_TEST
 
+START_TEST(test_atime_update_forces_nothing)
+{
+	struct test_fs t;
+	tfs_setup(&t, IMG, BS, 0);
+	struct inode *root = tfs_root(&t), *f;
+	ck_assert_int_eq(ordfs_create(t.fs, root, "a", 0644, &root_cred, &f), 0);
+	ck_assert_int_eq(ordfs_write(t.fs, f, "data", 4, 0), 4);
+	struct ordfs_setattr sa = { .valid = ORDFS_SET_ATIME | ORDFS_SET_MTIME,
+				    .atime = { 1000, 0 }, .mtime = { 1000, 0 } };
+	ck_assert_int_eq(ordfs_setattr(t.fs, f, &sa), 0);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+
+	struct journal_stats before, after;
+	struct blockdev_counts cbefore, cafter;
+	journal_get_stats(t.fs->journal, &before);
+	blockdev_record_counts(t.rec, &cbefore);
+	char buf[4];
+	ck_assert_int_eq(ordfs_read(t.fs, f, buf, 4, 0), 4); /* relatime: atime <= mtime */
+	ck_assert_int_gt(f->d.atime.sec, 1000);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, true), 0); /* fdatasync */
+	journal_get_stats(t.fs->journal, &after);
+	blockdev_record_counts(t.rec, &cafter);
+	ck_assert_uint_eq(after.commits, before.commits);
+	ck_assert_uint_eq(cafter.flushes, cbefore.flushes);
+	ck_assert_uint_eq(cafter.writes, cbefore.writes);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0); /* fsync takes the atime */
+	journal_get_stats(t.fs->journal, &after);
+	ck_assert_uint_eq(after.commits, before.commits + 1);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 /* ---- errseq per open file description ---------------------------------- */
 
 START_TEST(test_error_reported_once_per_open_file)
@@ -792,6 +826,7 @@ static Suite *flush_suite(void)
 	tcase_add_test(tc, test_nobarrier_never_flushes);
 	tcase_add_test(tc, test_fdatasync_skips_timestamp_only_commit);
 	tcase_add_test(tc, test_fsyncdir_makes_entries_durable);
+	tcase_add_test(tc, test_atime_update_forces_nothing);
 	tcase_add_test(tc, test_error_reported_once_per_open_file);
 	suite_add_tcase(s, tc);
 
