@@ -131,44 +131,38 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 	return fail(err, errlen, "unknown mount option '%s'", opt);
 }
 
-int daemon_parse_mount_opts(const char *opts, struct daemon_options *o, char *err,
-			    size_t errlen)
+/* Parses a comma-separated list.  The image's defaults (from_image,
+ * mkfs.ordfs -E mount_opts=) may hold only ordfs's own options. */
+static int parse_list(const char *opts, bool from_image, struct daemon_options *o, char *err,
+		      size_t errlen)
 {
 	char *copy = strdup(opts);
 	if (!copy)
 		return -ENOMEM;
 	int rc = 0;
 	char *save = NULL;
-	for (char *opt = strtok_r(copy, ",", &save); opt && !rc; opt = strtok_r(NULL, ",", &save))
-		rc = parse_one(opt, o, err, errlen);
+	for (char *opt = strtok_r(copy, ",", &save); opt && !rc; opt = strtok_r(NULL, ",", &save)) {
+		if (!from_image) {
+			rc = parse_one(opt, o, err, errlen);
+		} else if (in_list(passthrough, opt) || has_prefix_in(passthrough_prefix, opt) ||
+			   in_list(ignored, opt)) {
+			rc = fail(err, errlen, "the image's default mount option '%s' is not an "
+				  "ordfs option", opt);
+		} else {
+			char one[128];
+			rc = parse_one(opt, o, one, sizeof(one));
+			if (rc)
+				snprintf(err, errlen, "the image's default mount options: %s", one);
+		}
+	}
 	free(copy);
 	return rc;
 }
 
-/* The image's default mount options (mkfs.ordfs -E mount_opts=): only
- * ordfs's own options, applied before the command line's. */
-static int apply_image_defaults(const char *defaults, struct daemon_options *o, char *err,
-				size_t errlen)
+int daemon_parse_mount_opts(const char *opts, struct daemon_options *o, char *err,
+			    size_t errlen)
 {
-	char *copy = strdup(defaults);
-	if (!copy)
-		return -ENOMEM;
-	int rc = 0;
-	char *save = NULL;
-	for (char *opt = strtok_r(copy, ",", &save); opt && !rc; opt = strtok_r(NULL, ",", &save)) {
-		if (in_list(passthrough, opt) || has_prefix_in(passthrough_prefix, opt) ||
-		    in_list(ignored, opt)) {
-			rc = fail(err, errlen, "the image's default mount option '%s' is not an "
-				  "ordfs option", opt);
-			break;
-		}
-		char one[128];
-		rc = parse_one(opt, o, one, sizeof(one));
-		if (rc)
-			snprintf(err, errlen, "the image's default mount options: %s", one);
-	}
-	free(copy);
-	return rc;
+	return parse_list(opts, false, o, err, errlen);
 }
 
 int daemon_parse_args(int argc, char **argv, struct daemon_options *o, char *err,
@@ -184,7 +178,7 @@ int daemon_parse_args_over(int argc, char **argv, const char *image_defaults,
 	ordfs_options_default(&o->fs);
 	strcpy(o->fuse_opts, "default_permissions");
 	if (image_defaults && *image_defaults) {
-		int rc = apply_image_defaults(image_defaults, o, err, errlen);
+		int rc = parse_list(image_defaults, true, o, err, errlen);
 		if (rc)
 			return rc;
 	}

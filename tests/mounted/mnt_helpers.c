@@ -397,6 +397,34 @@ void mnt_stop(struct mnt *m)
 	ck_assert_msg(!mnt_is_live(m->mountpoint), "%s still mounted", m->mountpoint);
 }
 
+int mnt_stop_status(struct mnt *m)
+{
+	ck_assert_msg(m->daemon > 0, "no daemon runs on %s", m->mountpoint);
+	ck_assert_int_eq(mnt_fusermount_u(m->mountpoint, false), 0);
+	int status;
+	ck_assert_int_eq(mnt_wait_pid(m->daemon, EXIT_TIMEOUT_MS, &status), 0);
+	m->daemon = 0;
+	ck_assert_msg(!mnt_is_live(m->mountpoint), "%s still mounted", m->mountpoint);
+	return exit_code(status);
+}
+
+void mnt_kill9(struct mnt *m)
+{
+	ck_assert_msg(m->daemon > 0, "no daemon runs on %s", m->mountpoint);
+	MNT_OK(kill(m->daemon, SIGKILL));
+	int status;
+	ck_assert_int_eq(mnt_wait_pid(m->daemon, EXIT_TIMEOUT_MS, &status), 0);
+	m->daemon = 0;
+	ck_assert_int_eq(mnt_fusermount_u(m->mountpoint, true), 0);
+}
+
+void mnt_discard(struct mnt *m)
+{
+	char cmd[MNT_DIR_LEN + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", m->dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 static void print_problem(void *ctx, enum check_problem code, const char *msg)
 {
 	fprintf(stderr, "checker (%s): [%d] %s\n", (const char *)ctx, (int)code, msg);

@@ -98,6 +98,15 @@ void mnt_stop(struct mnt *m);
 void mnt_check(struct mnt *m);
 /* mnt_stop (if a daemon runs) + mnt_check + remove the test directory. */
 void mnt_finish(struct mnt *m);
+/* fusermount3 -u; returns the daemon's exit code (128 + signal if it was
+ * killed) and asserts the mount is gone.  For tests that expect a daemon
+ * to fail its unmount (an aborted journal). */
+int mnt_stop_status(struct mnt *m);
+/* kill -9 of the daemon, then fusermount3 -u -z of the dead mount. */
+void mnt_kill9(struct mnt *m);
+/* Removes the test directory without checking the image (a test that
+ * left it damaged on purpose). */
+void mnt_discard(struct mnt *m);
 /* Path under the mountpoint (printf format); the result lives in one of
  * a few rotating static buffers. */
 const char *mnt_path(struct mnt *m, const char *fmt, ...)

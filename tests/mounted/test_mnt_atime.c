@@ -176,11 +176,7 @@ END_TEST
 
 static void kill9_and_recover(struct mnt *m)
 {
-	ck_assert_int_eq(kill(m->daemon, SIGKILL), 0);
-	int status;
-	ck_assert_int_eq(mnt_wait_pid(m->daemon, 20000, &status), 0);
-	m->daemon = 0;
-	mnt_fusermount_u(m->mountpoint, true);
+	mnt_kill9(m);
 	mnt_start(m, "lazytime,commit=3600"); /* replays the journal */
 }
 
@@ -277,9 +273,7 @@ START_TEST(test_image_default_must_be_ordfs_options)
 	ck_assert_msg(strstr(r.err, "allow_other") != NULL, "%s", r.err);
 	ck_assert(!mnt_is_live(m.mountpoint));
 	mnt_check(&m);
-	char cmd[MNT_DIR_LEN + 16];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", m.dir);
-	ck_assert_int_eq(system(cmd), 0);
+	mnt_discard(&m);
 }
 END_TEST
 
