@@ -42,7 +42,7 @@ struct guard {
 	struct inflight { uint64_t first, n, seq; } *inflight; /* writes under way */
 	uint32_t ninflight, cap_inflight;
 	bool cannot_flush;
-	bool logged_write_error, logged_flush_error;
+	bool logged_error;          /* ignore: the one line said */
 	struct flush_guard_stats stats;
 };
 
@@ -229,11 +229,10 @@ static int guard_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
  * is as if it had worked. */
 static int ignore_error(struct guard *g, bool is_flush, int err)
 {
-	bool *logged = is_flush ? &g->logged_flush_error : &g->logged_write_error;
 	const char *what = is_flush ? "a flush" : "a write";
 	pthread_mutex_lock(&g->lock);
-	bool first = !*logged;
-	*logged = true;
+	bool first = !g->logged_error;
+	g->logged_error = true;
 	if (is_flush)
 		g->cannot_flush = true;
 	pthread_mutex_unlock(&g->lock);

@@ -18,9 +18,9 @@
  *    the retry).  Retained bytes are bounded: past the soft limit a write
  *    flushes first; past twice the limit (the device keeps failing) a
  *    write fails with -EIO instead of growing memory.
- *  - ignore: a failed write or flush is logged once and reported as
- *    success; after a failed flush the guard stops flushing ("the device
- *    cannot flush").
+ *  - ignore: the first failed write or flush is logged (one line per
+ *    mount) and every failure is reported as success; after a failed
+ *    flush the guard stops flushing ("the device cannot flush").
  *  - remount-ro, abort: errors go to the caller, who aborts the journal;
  *    nothing is retained (nothing is retried).
  *  - Under every policy a flush refused as unsupported (EINVAL,
