@@ -6,7 +6,9 @@
  *   - mem:    an in-memory image for unit tests;
  *   - record: a wrapper that counts reads, writes and flushes, can log every
  *             write and flush, and can hold a flush on a latch so a test can
- *             check what proceeds while the disk is "busy".
+ *             check what proceeds while the disk is "busy";
+ *   - overlay: a copy-on-write view that keeps writes in memory and never
+ *             touches what it wraps (fsck -n replays into one).
  *
  * Rules:
  *  - Offsets and lengths are in bytes; callers do whole-block I/O, but the
@@ -76,6 +78,14 @@ int blockdev_mem_create(uint64_t size, struct blockdev **out);
 int blockdev_mem_from(const void *image, uint64_t size, struct blockdev **out);
 /* Direct access to the bytes (tests only: corrupt, compare, snapshot). */
 uint8_t *blockdev_mem_bytes(struct blockdev *bd);
+
+/* ---- copy-on-write overlay --------------------------------------------- */
+
+/* Wraps base (not owned): reads see base with the overlay's writes on top;
+ * writes stay in memory, per block of block_size; flush is a no-op. */
+int blockdev_overlay_create(struct blockdev *base, uint32_t block_size, struct blockdev **out);
+/* Blocks written through the overlay so far. */
+uint64_t blockdev_overlay_blocks(struct blockdev *bd);
 
 /* ---- recording wrapper ------------------------------------------------ */
 

@@ -93,10 +93,25 @@ static void claim_blocks(struct checker *c, uint64_t start, uint64_t len)
 
 /* ---- pass 1: inodes ------------------------------------------------------ */
 
+static void progress(struct checker *c, unsigned pass, uint64_t done, uint64_t total)
+{
+	if (c->res->progress)
+		c->res->progress(c->res->ctx, pass, done, total);
+}
+
+const char *check_pass_name(unsigned pass)
+{
+	static const char *const names[] = { "", "inodes", "blocks", "directories",
+					     "link counts", "bitmaps and counts" };
+	return pass <= CHECK_PASSES ? names[pass] : "";
+}
+
 static void pass_inodes(struct checker *c)
 {
 	struct ordfs *fs = c->fs;
 	for (uint32_t ino = 1; ino <= fs->sb.inode_count; ino++) {
+		if ((ino & 4095) == 0)
+			progress(c, 1, ino, fs->sb.inode_count);
 		struct ordfs_inode d;
 		int err = inode_read_raw(fs, ino, &d);
 		bool marked = alloc_inode_in_use(fs->alloc, ino);
@@ -368,11 +383,14 @@ int ordfs_check(struct blockdev *bd, struct check_result *res)
 		err = -ENOMEM;
 		goto out;
 	}
-	pass_inodes(&c);
-	pass_blocks(&c);
-	pass_directories(&c);
-	pass_links(&c);
-	pass_bitmap(&c);
+	void (*const passes[CHECK_PASSES])(struct checker *) = {
+		pass_inodes, pass_blocks, pass_directories, pass_links, pass_bitmap,
+	};
+	for (unsigned p = 0; p < CHECK_PASSES; p++) {
+		progress(&c, p + 1, 0, 1);
+		passes[p](&c);
+		progress(&c, p + 1, 1, 1);
+	}
 out:
 	free(c.info);
 	free(c.blocks);

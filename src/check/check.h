@@ -40,12 +40,20 @@ enum check_problem {
 	CHK_XATTR,              /* bad extended attribute block */
 };
 
+#define CHECK_PASSES 5u
+
 struct check_result {
 	uint32_t problems;
 	uint64_t inodes_used, dirs, files, blocks_used;
 	void (*report)(void *ctx, enum check_problem code, const char *msg);
 	void *ctx;
+	/* Optional: called as each pass (1..CHECK_PASSES) starts (done 0),
+	 * now and then within it, and as it ends (done == total). */
+	void (*progress)(void *ctx, unsigned pass, uint64_t done, uint64_t total);
 };
+
+/* The name of a pass, for progress output. */
+const char *check_pass_name(unsigned pass);
 
 /* Checks the image on bd (not modified).  Returns 0 when the check ran
  * (result->problems tells whether it found anything) or a negative errno

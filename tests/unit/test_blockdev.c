@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -127,6 +128,35 @@ START_TEST(test_record_latch_holds_only_flushes)
 }
 END_TEST
 
+START_TEST(test_overlay_never_writes_base)
+{
+	struct blockdev *mem, *ov;
+	ck_assert_int_eq(blockdev_mem_create(16 * 1024, &mem), 0);
+	uint8_t *bytes = blockdev_mem_bytes(mem);
+	memset(bytes, 0x11, 16 * 1024);
+	ck_assert_int_eq(blockdev_overlay_create(mem, 1024, &ov), 0);
+
+	uint8_t buf[3000];
+	memset(buf, 0x22, sizeof(buf));
+	ck_assert_int_eq(blockdev_write(ov, buf, 100, 1000), 0);   /* straddles blocks 0-1 */
+	ck_assert_int_eq(blockdev_write(ov, buf, 1024, 4096), 0);  /* block 4, whole */
+	ck_assert_int_eq(blockdev_flush(ov), 0);
+	ck_assert_uint_eq(blockdev_overlay_blocks(ov), 3);
+
+	uint8_t out[6000];
+	ck_assert_int_eq(blockdev_read(ov, out, sizeof(out), 0), 0);
+	for (size_t i = 0; i < sizeof(out); i++) {
+		bool written = (i >= 1000 && i < 1100) || (i >= 4096 && i < 5120);
+		ck_assert_msg(out[i] == (written ? 0x22 : 0x11), "byte %zu is %#x", i, out[i]);
+	}
+	for (size_t i = 0; i < 16 * 1024; i++)
+		ck_assert_msg(bytes[i] == 0x11, "base byte %zu changed", i);
+	ck_assert_int_eq(blockdev_write(ov, buf, 2, 16 * 1024 - 1), -EIO); /* past the end */
+	blockdev_destroy(ov);
+	blockdev_destroy(mem);
+}
+END_TEST
+
 static Suite *blockdev_suite(void)
 {
 	Suite *s = suite_create("blockdev");
@@ -135,6 +165,7 @@ static Suite *blockdev_suite(void)
 	tcase_add_test(tc, test_file_backend);
 	tcase_add_test(tc, test_record_counts_log_and_faults);
 	tcase_add_test(tc, test_record_latch_holds_only_flushes);
+	tcase_add_test(tc, test_overlay_never_writes_base);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,14 +1,25 @@
 /*
  * main.c - fsck.ordfs: replay the journal, then check the whole image.
  *
- * Owns: the command line and exit codes (e2fsck's: 0 no errors, 1 errors
- * corrected, 4 errors left uncorrected, 8 operational error, 16 usage).
- * This first version replays (the same journal_recover the daemon uses)
- * and runs the library checker; repairs come with the fsck issue.
- * Rules: refuses an image another process holds (the daemon's flock);
- * with -n opens the image read-only and writes nothing.
+ * Owns: the command line, the order of the run and the exit codes
+ * (e2fsck's: 0 no errors, 1 errors corrected, 4 errors left uncorrected,
+ * 8 operational error, 16 usage error, 32 cancelled).  The run:
+ *   1. open the image (read-only with -n) and take its lock, so a mounted
+ *      image is refused (-n takes none: it changes nothing);
+ *   2. read the superblock: the primary, or with -b the backup, which is
+ *      written over the primary unless -n;
+ *   3. a clean image (unmounted cleanly, no recorded error, empty
+ *      journal) is only summarized unless -f;
+ *   4. replay the journal with the daemon's recovery code; with -n into a
+ *      copy-on-write overlay, so the check sees the image as it would be
+ *      after replay while the image stays byte for byte the same;
+ *   5. the library checker's passes (progress with -C);
+ *   6. a clean check clears an error the filesystem recorded (not -n).
+ * Repairs beyond replay come with the rest of issue 7.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,32 +37,55 @@
 #define FSCK_UNCORRECTED 4
 #define FSCK_ERROR 8
 #define FSCK_USAGE 16
+#define FSCK_CANCELLED 32
 
 #ifndef ORDFS_PACKAGE_VERSION
 #define ORDFS_PACKAGE_VERSION "unknown"
 #endif
 
 struct fsck_opts {
-	bool readonly; /* -n */
-	bool force;    /* -f */
-	bool verbose;  /* -v */
+	bool readonly;       /* -n */
+	bool force;          /* -f */
+	bool verbose;        /* -v */
+	int64_t backup;      /* -b BLOCK, -1 = the primary */
+	int progress_fd;     /* -C FD, -1 = none; 0 = a bar on the terminal */
 	const char *image;
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: fsck.ordfs [-n] [-y] [-p] [-f] [-v] IMAGE\n"
-		     "  -n  check only: open read-only, change nothing\n"
-		     "  -y, -p  replay the journal if needed (repairs come later)\n"
-		     "  -f  check even if the image is marked clean\n"
-		     "  -v  verbose\n"
-		     "exit codes: 0 clean, 1 corrected, 4 errors left, 8 operational error,\n"
-		     "16 usage error\n");
+	fprintf(out,
+		"usage: fsck.ordfs [-n | -y | -p] [-f] [-v] [-b SUPERBLOCK] [-C FD] IMAGE\n"
+		"  -n     check only: open read-only, change nothing; a journal that needs\n"
+		"         replay is replayed in memory and the result checked\n"
+		"  -y, -p replay the journal and fix what fsck can fix (repairs beyond\n"
+		"         replay and clearing a recorded error come later)\n"
+		"  -f     check even if the image is marked clean\n"
+		"  -v     verbose\n"
+		"  -b N   use the backup superblock at block N (mkfs.ordfs prints it: the\n"
+		"         last block) and, unless -n, write it over the primary\n"
+		"  -C FD  progress: 0 draws a bar on the terminal, FD > 0 gets lines\n"
+		"         \"pass done total IMAGE\" (as e2fsck's, for fsck -C)\n"
+		"exit codes: 0 clean, 1 corrected, 4 errors left, 8 operational error,\n"
+		"16 usage error, 32 cancelled\n");
+}
+
+static int parse_number(const char *s, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end || end == s || v < 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 static int parse(int argc, char **argv, struct fsck_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->backup = -1;
+	o->progress_fd = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -62,11 +96,28 @@ static int parse(int argc, char **argv, struct fsck_opts *o)
 			exit(FSCK_OK);
 		} else if (a[0] == '-' && a[1]) {
 			for (const char *c = a + 1; *c; c++) {
+				int64_t v;
 				switch (*c) {
 				case 'n': o->readonly = true; break;
 				case 'y': case 'p': case 'a': break;
 				case 'f': o->force = true; break;
 				case 'v': o->verbose = true; break;
+				case 'b':
+				case 'C': {
+					/* The value follows in this argument or the next. */
+					const char *val = c[1] ? c + 1 : (i + 1 < argc ? argv[++i] : NULL);
+					if (!val || parse_number(val, &v) != 0 ||
+					    (*c == 'C' && v > 1024)) {
+						fprintf(stderr, "fsck.ordfs: -%c needs a number\n", *c);
+						return -EINVAL;
+					}
+					if (*c == 'b')
+						o->backup = v;
+					else
+						o->progress_fd = (int)v;
+					c += strlen(c) - 1; /* the rest of a was the value */
+					break;
+				}
 				default:
 					fprintf(stderr, "fsck.ordfs: unknown option -%c (see --help)\n", *c);
 					return -EINVAL;
@@ -86,38 +137,110 @@ static int parse(int argc, char **argv, struct fsck_opts *o)
 	return 0;
 }
 
+/* SIGINT/SIGTERM: stop now.  What was written so far is safe to stop
+ * after: replay is idempotent and the checker writes nothing. */
+static void on_cancel(int sig)
+{
+	(void)sig;
+	static const char msg[] = "fsck.ordfs: cancelled\n";
+	ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)n;
+	_exit(FSCK_CANCELLED);
+}
+
 static void print_problem(void *ctx, enum check_problem code, const char *msg)
 {
 	(void)ctx;
 	printf("problem %d: %s\n", (int)code, msg);
 }
 
-/* Replays the journal unless -n.  Returns 1 if it replayed, 0 if not
- * needed, or a negative errno. */
-static int replay(struct blockdev *bd, const struct fsck_opts *o)
+struct progress {
+	const struct fsck_opts *o;
+	unsigned last_pct;
+	unsigned last_pass;
+};
+
+static void show_progress(void *ctx, unsigned pass, uint64_t done, uint64_t total)
 {
-	struct ordfs_super sb;
+	struct progress *p = ctx;
+	if (p->o->progress_fd > 0) {
+		dprintf(p->o->progress_fd, "%u %" PRIu64 " %" PRIu64 " %s\n", pass, done, total,
+			p->o->image);
+		return;
+	}
+	/* -C 0: one bar on the terminal, redrawn when the percentage moves. */
+	unsigned pct = (unsigned)(((pass - 1) * 100 + (total ? done * 100 / total : 100)) /
+				  CHECK_PASSES);
+	if (pct == p->last_pct && pass == p->last_pass)
+		return;
+	p->last_pct = pct;
+	p->last_pass = pass;
+	char bar[41];
+	memset(bar, ' ', 40);
+	memset(bar, '=', pct * 40 / 100);
+	bar[40] = 0;
+	fprintf(stderr, "\r%s: pass %u/%u %-18s [%s] %3u%%", p->o->image, pass, CHECK_PASSES,
+		check_pass_name(pass), bar, pct);
+	if (pass == CHECK_PASSES && done == total)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+/* Reads the superblock fsck works from: the primary, or the backup at
+ * block o->backup. */
+static int read_super(struct blockdev *bd, const struct fsck_opts *o, struct ordfs_super *sb)
+{
 	const char *why;
-	int err = ordfs_read_super(bd, false, &sb, &why);
-	if (err) {
-		fprintf(stderr, "fsck.ordfs: %s: %s\n", o->image, why);
+	if (o->backup < 0) {
+		int err = ordfs_read_super(bd, false, sb, &why);
+		if (err) {
+			fprintf(stderr, "fsck.ordfs: %s: %s\n", o->image, why);
+			struct ordfs_super backup;
+			if (ordfs_read_super(bd, true, &backup, &why) == 0)
+				fprintf(stderr, "fsck.ordfs: a valid backup superblock is at block "
+					"%" PRIu64 ": try fsck.ordfs -b %" PRIu64 " %s\n",
+					backup.block_count - 1, backup.block_count - 1, o->image);
+		}
 		return err;
 	}
-	int need = journal_needs_recovery(bd, &sb);
-	if (need <= 0)
+	int err = ordfs_read_super(bd, true, sb, &why);
+	if (!err && (uint64_t)o->backup != sb->block_count - 1)
+		err = -EINVAL;
+	if (err)
+		fprintf(stderr, "fsck.ordfs: %s: no valid superblock at block %" PRId64 "\n",
+			o->image, o->backup);
+	return err;
+}
+
+/* A clean image without -f: a summary line, no check (as e2fsck). */
+static bool clean_enough(struct blockdev *bd, const struct ordfs_super *sb,
+			 const struct fsck_opts *o)
+{
+	return !o->force && o->backup < 0 && (sb->state & ORDFS_STATE_CLEAN) &&
+	       !(sb->state & ORDFS_STATE_ERROR) && journal_needs_recovery(bd, sb) == 0;
+}
+
+/* Replays the journal (into view, which is the image or with -n an
+ * overlay).  1 if it replayed, 0 if not needed, or a negative errno. */
+static int replay(struct blockdev *view, const struct ordfs_super *sb,
+		  const struct fsck_opts *o)
+{
+	int need = journal_needs_recovery(view, sb);
+	if (need <= 0) {
+		if (need < 0)
+			fprintf(stderr, "fsck.ordfs: %s: the journal superblock is corrupt\n",
+				o->image);
 		return need;
-	if (o->readonly) {
-		printf("%s: journal needs replay (not replayed: -n)\n", o->image);
-		return 0;
 	}
 	struct journal_recovery_info info;
-	err = journal_recover(bd, &sb, 0, &info);
+	int err = journal_recover(view, sb, 0, &info);
 	if (err) {
 		fprintf(stderr, "fsck.ordfs: %s: journal replay failed: %s\n", o->image,
 			strerror(-err));
 		return err;
 	}
-	printf("%s: journal replayed: %u transactions, %u blocks\n", o->image,
+	printf("%s: journal %s: %u transactions, %u blocks\n", o->image,
+	       o->readonly ? "needs replay (replayed in memory only, -n)" : "replayed",
 	       info.transactions, info.blocks_replayed);
 	return 1;
 }
@@ -127,28 +250,72 @@ int main(int argc, char **argv)
 	struct fsck_opts o;
 	if (parse(argc, argv, &o) != 0)
 		return FSCK_USAGE;
+	signal(SIGINT, on_cancel);
+	signal(SIGTERM, on_cancel);
 
-	struct blockdev *bd;
+	struct blockdev *bd, *overlay = NULL;
 	int err = blockdev_file_open(o.image, o.readonly ? BLOCKDEV_READONLY : 0, &bd);
 	if (err) {
 		fprintf(stderr, "fsck.ordfs: %s: %s\n", o.image, strerror(-err));
 		return FSCK_ERROR;
 	}
+	int status = FSCK_ERROR;
 	if (!o.readonly && flock(blockdev_file_fd(bd), LOCK_EX | LOCK_NB) != 0) {
 		fprintf(stderr, "fsck.ordfs: %s: image is in use (mounted by ordfs?)\n", o.image);
-		blockdev_destroy(bd);
-		return FSCK_ERROR;
+		goto out;
 	}
-	int replayed = replay(bd, &o);
-	if (replayed < 0) {
-		blockdev_destroy(bd);
-		return replayed == -EUCLEAN ? FSCK_UNCORRECTED : FSCK_ERROR;
+	struct ordfs_super sb;
+	if (read_super(bd, &o, &sb) != 0)
+		goto out;
+	if (clean_enough(bd, &sb, &o)) {
+		printf("%s: clean, %" PRIu32 "/%" PRIu32 " inodes, %" PRIu64 "/%" PRIu64
+		       " blocks free\n", o.image, sb.free_inodes, sb.inode_count, sb.free_blocks,
+		       sb.block_count);
+		status = FSCK_OK;
+		goto out;
 	}
 
+	/* What the check reads: the image, or with -n a view of it that takes
+	 * the replay (and a restored superblock) in memory. */
+	struct blockdev *view = bd;
+	if (o.readonly) {
+		err = blockdev_overlay_create(bd, ordfs_block_size(&sb), &overlay);
+		if (err) {
+			fprintf(stderr, "fsck.ordfs: %s: %s\n", o.image, strerror(-err));
+			goto out;
+		}
+		view = overlay;
+	}
+	bool corrected = false;
+	if (o.backup >= 0) {
+		err = ordfs_write_super(view, &sb, false);
+		if (!err)
+			err = blockdev_flush(view);
+		if (err) {
+			fprintf(stderr, "fsck.ordfs: %s: cannot restore the superblock: %s\n",
+				o.image, strerror(-err));
+			goto out;
+		}
+		printf("%s: primary superblock %s from block %" PRId64 "\n", o.image,
+		       o.readonly ? "taken (in memory only, -n)" : "restored", o.backup);
+		corrected = !o.readonly;
+	}
+	int replayed = replay(view, &sb, &o);
+	if (replayed < 0) {
+		status = replayed == -EUCLEAN ? FSCK_UNCORRECTED : FSCK_ERROR;
+		goto out;
+	}
+	corrected = corrected || (replayed && !o.readonly);
+
+	struct progress prog = { .o = &o, .last_pct = 101 };
 	struct check_result res;
 	memset(&res, 0, sizeof(res));
 	res.report = print_problem;
-	err = ordfs_check(bd, &res);
+	if (o.progress_fd >= 0) {
+		res.progress = show_progress;
+		res.ctx = &prog;
+	}
+	err = ordfs_check(view, &res);
 	bool cleared = false;
 	if (!err && !res.problems && !o.readonly) {
 		/* Clean: the error a remount-ro left behind is dealt with. */
@@ -158,25 +325,28 @@ int main(int argc, char **argv)
 	}
 	bool error_left = false;
 	if (!err && o.readonly) {
-		struct ordfs_super sb;
+		struct ordfs_super now;
 		const char *why;
-		error_left = ordfs_read_super(bd, false, &sb, &why) == 0 &&
-			     (sb.state & ORDFS_STATE_ERROR);
+		error_left = ordfs_read_super(view, false, &now, &why) == 0 &&
+			     (now.state & ORDFS_STATE_ERROR);
 		if (error_left)
 			printf("%s: the filesystem recorded an error (errno %u); "
 			       "run without -n to check and clear it\n",
-			       o.image, sb.last_error_code);
+			       o.image, now.last_error_code);
 	}
-	blockdev_destroy(bd);
 	if (err) {
 		fprintf(stderr, "fsck.ordfs: %s: check failed: %s\n", o.image, strerror(-err));
-		return FSCK_ERROR;
+		goto out;
 	}
-	printf("%s: %llu inodes (%llu files, %llu directories), %llu blocks in use, "
-	       "%u problems\n",
-	       o.image, (unsigned long long)res.inodes_used, (unsigned long long)res.files,
-	       (unsigned long long)res.dirs, (unsigned long long)res.blocks_used, res.problems);
+	printf("%s: %" PRIu64 " inodes (%" PRIu64 " files, %" PRIu64 " directories), "
+	       "%" PRIu64 " blocks in use, %u problems\n",
+	       o.image, res.inodes_used, res.files, res.dirs, res.blocks_used, res.problems);
 	if (res.problems || error_left)
-		return FSCK_UNCORRECTED;
-	return replayed || cleared ? FSCK_CORRECTED : FSCK_OK;
+		status = FSCK_UNCORRECTED;
+	else
+		status = corrected || cleared ? FSCK_CORRECTED : FSCK_OK;
+out:
+	blockdev_destroy(overlay);
+	blockdev_destroy(bd); /* releases the lock */
+	return status;
 }

@@ -1,0 +1,65 @@
+#!/bin/bash
+# test_fsck.sh - fsck.ordfs from the command line, on images made by
+# mkfs.ordfs (no mount needed).
+#
+# Usage: test_fsck.sh MKFS FSCK
+#
+# Checks: a clean image is summarized without -f and checked with it; a
+# damaged primary superblock is exit 8 with a hint naming the backup;
+# -n -b checks through the backup without changing a byte; -b restores the
+# primary (exit 1) and a second -fn run exits 0; a wrong -b block is
+# refused; -C FD writes progress lines, -C 0 draws a bar; usage errors
+# exit 16 with one line.
+set -eu
+
+MKFS=$(readlink -f "${1:?usage: test_fsck.sh MKFS FSCK}")
+FSCK=$(readlink -f "${2:?}")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ordfs-fsck.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+FAILS=0
+CHECKS=0
+pass() { CHECKS=$((CHECKS + 1)); echo "ok    $1"; }
+fail() { CHECKS=$((CHECKS + 1)); FAILS=$((FAILS + 1)); echo "FAIL  $1"; }
+check() { # check DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	if "$@"; then pass "$what"; else fail "$what"; fi
+}
+status_of() { local rc=0; "$@" >out.txt 2>err.txt || rc=$?; echo "$rc"; }
+digest() { sha256sum "$1" | cut -d' ' -f1; }
+
+"$MKFS" -q img 64M
+check "clean image without -f: exit 0" test "$(status_of "$FSCK" img)" -eq 0
+check "clean image without -f: summarized, not checked" grep -q "clean," out.txt
+check "clean image with -f: exit 0" test "$(status_of "$FSCK" -f img)" -eq 0
+check "clean image with -f: checked" grep -q "0 problems" out.txt
+check "clean image with -fn: exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
+
+backup=$("$MKFS" -n plan.img 64M | awk '/Backup superblock/ { print $4 }')
+check "mkfs.ordfs names the backup superblock" test -n "$backup"
+dd if=/dev/zero of=img bs=1024 count=1 conv=notrunc status=none
+check "bad primary superblock: exit 8" test "$(status_of "$FSCK" -f img)" -eq 8
+check "bad primary superblock: the hint names -b $backup" grep -q -- "-b $backup" err.txt
+before=$(digest img)
+check "-n -b $backup: exit 0" test "$(status_of "$FSCK" -fn -b "$backup" img)" -eq 0
+check "-n -b: the image is unchanged" test "$(digest img)" = "$before"
+check "-b 5 (no superblock there): exit 8" test "$(status_of "$FSCK" -f -b 5 img)" -eq 8
+check "-b $backup: restored, exit 1" test "$(status_of "$FSCK" -y -b "$backup" img)" -eq 1
+check "-b: says it restored the primary" grep -q "restored" out.txt
+check "after -b, -fn: exit 0 (run-twice rule)" test "$(status_of "$FSCK" -fn img)" -eq 0
+
+check "-C 3: exit 0" test "$(status_of "$FSCK" -f -C 3 img 3>progress.txt)" -eq 0
+check "-C 3: a line per pass start and end" test "$(grep -c " img$" progress.txt)" -ge 10
+check "-C 3: pass 5 ends" grep -q "^5 1 1 img$" progress.txt
+check "-C 0: exit 0" test "$(status_of "$FSCK" -f -C 0 img)" -eq 0
+check "-C 0: draws a bar" grep -q "pass 5/5" err.txt
+
+check "unknown flag: exit 16" test "$(status_of "$FSCK" -Z img)" -eq 16
+check "unknown flag: one line" test "$(wc -l <err.txt)" -eq 1
+check "-b without a number: exit 16" test "$(status_of "$FSCK" -b)" -eq 16
+check "missing image file: exit 8" test "$(status_of "$FSCK" -f nonexistent)" -eq 8
+
+echo "$CHECKS checks, $FAILS failed"
+[ "$FAILS" -eq 0 ]
