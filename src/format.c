@@ -225,6 +225,11 @@ static uint32_t inode_csum(const uint8_t *raw, uint32_t inum, uint32_t seed)
 	return ordfs_crc32c(ordfs_crc32c(seed, num, 4), raw, ORDFS_INODE_SIZE - 4);
 }
 
+void ordfs_inode_csum_set(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum, uint32_t csum_seed)
+{
+	le_put32(raw + 252, inode_csum(raw, inum, csum_seed));
+}
+
 void ordfs_inode_encode(const struct ordfs_inode *ino, uint32_t inum, uint32_t csum_seed,
 			uint8_t out[ORDFS_INODE_SIZE])
 {
@@ -246,7 +251,7 @@ void ordfs_inode_encode(const struct ordfs_inode *ino, uint32_t inum, uint32_t c
 	le_put32(out + 100, ino->rdev);
 	le_put32(out + 104, ino->parent);
 	memcpy(out + ORDFS_INODE_DATA_OFF, ino->data, ORDFS_INODE_DATA_LEN);
-	le_put32(out + 252, inode_csum(out, inum, csum_seed));
+	ordfs_inode_csum_set(out, inum, csum_seed);
 }
 
 int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,

@@ -302,6 +302,8 @@ struct ordfs_inode {
 
 void ordfs_inode_encode(const struct ordfs_inode *ino, uint32_t inum, uint32_t csum_seed,
 			uint8_t out[ORDFS_INODE_SIZE]);
+/* Sets the checksum of a raw inode slot (bytes 252..255). */
+void ordfs_inode_csum_set(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum, uint32_t csum_seed);
 /* 0, or -EUCLEAN (bad checksum, nsec >= 10^9, unknown flags, ...). */
 int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 		       uint32_t csum_seed, struct ordfs_inode *ino);

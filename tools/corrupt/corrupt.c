@@ -1,0 +1,442 @@
+/*
+ * corrupt.c - see corrupt.h.
+ *
+ * Targets are collected on a read-only mount (inodes in use, directory
+ * blocks, extent-tree blocks, file data blocks) or from the geometry
+ * (bitmaps, inode table, superblocks) or the journal superblock (log
+ * blocks in use); one is picked with a splitmix64 stream seeded by the
+ * caller, and its bytes are changed with raw device writes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "corrupt.h"
+#include "endian_le.h"
+#include "format.h"
+#include "fs.h"
+#include "inode.h"
+#include "blockdev/blockdev.h"
+#include "extent/extent.h"
+
+static const char *const kind_names[CORRUPT_KINDS] = {
+	"super-csum",   "inode-bits",    "inode-csum",   "inode-links",  "dir-zero",
+	"dir-bits",     "dir-csum",      "extent-csum",  "bitmap-free",  "bitmap-bits",
+	"journal-bits", "journal-csum",  "any-metadata",
+};
+
+const char *corrupt_kind_name(enum corrupt_kind kind)
+{
+	return (unsigned)kind < CORRUPT_KINDS ? kind_names[kind] : NULL;
+}
+
+int corrupt_kind_parse(const char *name)
+{
+	for (int k = 0; k < CORRUPT_KINDS; k++)
+		if (strcmp(name, kind_names[k]) == 0)
+			return k;
+	return -1;
+}
+
+static uint64_t next_random(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t below(uint64_t *state, uint64_t n)
+{
+	return n ? next_random(state) % n : 0;
+}
+
+/* ---- targets ------------------------------------------------------------ */
+
+struct targets {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int push(struct targets *t, uint64_t x)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		uint64_t *v = realloc(t->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	t->v[t->n++] = x;
+	return 0;
+}
+
+struct found {
+	struct targets inodes, dir_blocks, extent_blocks, data_blocks;
+	bool in_dir, in_file;
+};
+
+static int node_cb(void *ctx, uint64_t blockno, unsigned depth, int bad)
+{
+	struct found *f = ctx;
+	(void)depth;
+	return bad ? 0 : push(&f->extent_blocks, blockno);
+}
+
+static int ext_cb(void *ctx, const struct ordfs_extent *e)
+{
+	struct found *f = ctx;
+	for (uint32_t i = 0; i < e->len && i < 64; i++) {
+		int err = 0;
+		if (f->in_dir)
+			err = push(&f->dir_blocks, e->physical + i);
+		else if (f->in_file && !(e->flags & ORDFS_EXT_UNWRITTEN))
+			err = push(&f->data_blocks, e->physical + i);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Walks a read-only mount of the image for inodes and blocks. */
+static int find_targets(struct blockdev *bd, struct found *f)
+{
+	struct ordfs_options opts;
+	struct ordfs *fs;
+	const char *why;
+	ordfs_options_default(&opts);
+	opts.readonly = true;
+	int err = ordfs_mount(bd, &opts, &fs, &why);
+	if (err)
+		return err;
+	for (uint32_t ino = 2; ino <= fs->sb.inode_count && !err; ino++) {
+		struct inode *inode;
+		if (inode_get(fs, ino, &inode) != 0)
+			continue;
+		err = push(&f->inodes, ino);
+		f->in_dir = S_ISDIR(inode->d.mode);
+		f->in_file = S_ISREG(inode->d.mode);
+		struct extent_walk_ops ops = { node_cb, ext_cb, f };
+		if (!err && !(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
+			err = extent_walk(fs, inode, &ops);
+		inode_put(fs, inode);
+	}
+	ordfs_unmount(fs);
+	return err;
+}
+
+static void found_free(struct found *f)
+{
+	free(f->inodes.v);
+	free(f->dir_blocks.v);
+	free(f->extent_blocks.v);
+	free(f->data_blocks.v);
+}
+
+/* ---- the damage --------------------------------------------------------- */
+
+struct job {
+	struct blockdev *bd;
+	struct ordfs_super sb;
+	uint32_t bs;
+	uint64_t rng;
+	uint64_t target; /* bitmap-free: the block whose bit to clear */
+	char *what;
+	unsigned what_len;
+};
+
+static void flip_bits(struct job *j, uint8_t *buf, size_t len)
+{
+	unsigned n = 1 + (unsigned)below(&j->rng, 8);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t bit = below(&j->rng, (uint64_t)len * 8);
+		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	}
+}
+
+/* Random bytes at random places in [from, to). */
+static void scribble(struct job *j, uint8_t *buf, size_t from, size_t to)
+{
+	unsigned n = 1 + (unsigned)below(&j->rng, 4);
+	for (unsigned i = 0; i < n; i++)
+		buf[from + below(&j->rng, to - from)] = (uint8_t)next_random(&j->rng);
+}
+
+static int rewrite_block(struct job *j, uint64_t blockno,
+			 void (*change)(struct job *, uint8_t *, uint64_t))
+{
+	uint8_t *blk = malloc(j->bs);
+	if (!blk)
+		return -ENOMEM;
+	int err = blockdev_read(j->bd, blk, j->bs, blockno * j->bs);
+	if (!err) {
+		change(j, blk, blockno);
+		err = blockdev_write(j->bd, blk, j->bs, blockno * j->bs);
+	}
+	if (!err)
+		err = blockdev_flush(j->bd);
+	free(blk);
+	return err;
+}
+
+static void change_bits(struct job *j, uint8_t *blk, uint64_t blockno)
+{
+	(void)blockno;
+	flip_bits(j, blk, j->bs);
+}
+
+static void change_zero(struct job *j, uint8_t *blk, uint64_t blockno)
+{
+	(void)blockno;
+	memset(blk, 0, j->bs);
+}
+
+/* Past the common header, then a valid checksum again. */
+static void change_keep_csum(struct job *j, uint8_t *blk, uint64_t blockno)
+{
+	(void)blockno;
+	scribble(j, blk, 24, j->bs - 4);
+	ordfs_block_csum_set(blk, j->bs, j->sb.csum_seed);
+}
+
+static void change_journal_csum(struct job *j, uint8_t *blk, uint64_t blockno)
+{
+	(void)blockno;
+	bool journal_block = le_get32(blk) == ORDFS_JOURNAL_MAGIC;
+	scribble(j, blk, journal_block ? 8 : 0, j->bs - 4);
+	if (journal_block)
+		ordfs_jblock_csum_set(blk, j->bs, j->sb.csum_seed);
+}
+
+static int pick_block(struct job *j, const struct targets *t, const char *name,
+		      void (*change)(struct job *, uint8_t *, uint64_t))
+{
+	if (t->n == 0)
+		return -ENOENT;
+	uint64_t b = t->v[below(&j->rng, t->n)];
+	snprintf(j->what, j->what_len, "%s: block %llu", name, (unsigned long long)b);
+	return rewrite_block(j, b, change);
+}
+
+/* An inode slot: bits flipped, bytes scribbled with the checksum set
+ * again, or the link count changed (valid checksum). */
+static int damage_inode(struct job *j, const struct targets *inodes, enum corrupt_kind kind)
+{
+	if (inodes->n == 0)
+		return -ENOENT;
+	uint32_t ino = (uint32_t)inodes->v[below(&j->rng, inodes->n)];
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(&j->sb, ino, &blk, &off);
+	uint8_t *b = malloc(j->bs);
+	if (!b)
+		return -ENOMEM;
+	int err = blockdev_read(j->bd, b, j->bs, blk * j->bs);
+	if (!err) {
+		uint8_t *raw = b + off;
+		if (kind == CORRUPT_INODE_BITS) {
+			flip_bits(j, raw, ORDFS_INODE_SIZE);
+		} else if (kind == CORRUPT_INODE_CSUM) {
+			scribble(j, raw, 0, ORDFS_INODE_SIZE - 4);
+			ordfs_inode_csum_set(raw, ino, j->sb.csum_seed);
+		} else {
+			static const uint32_t counts[] = { 0, 1, 2, 3, 65000, 65535, 0xffffffffu };
+			uint32_t links = counts[below(&j->rng, sizeof(counts) / sizeof(counts[0]))];
+			if (links == le_get32(raw + 12))
+				links++;
+			le_put32(raw + 12, links);
+			ordfs_inode_csum_set(raw, ino, j->sb.csum_seed);
+		}
+		snprintf(j->what, j->what_len, "%s: inode %u", corrupt_kind_name(kind), ino);
+		err = blockdev_write(j->bd, b, j->bs, blk * j->bs);
+	}
+	if (!err)
+		err = blockdev_flush(j->bd);
+	free(b);
+	return err;
+}
+
+/* One superblock field set to a random value, checksum recomputed. */
+static int damage_super(struct job *j)
+{
+	uint8_t raw[ORDFS_SB_SIZE];
+	int err = blockdev_read(j->bd, raw, sizeof(raw), 0);
+	if (err)
+		return err;
+	struct ordfs_super sb;
+	const char *why;
+	err = ordfs_super_decode(raw, &sb, &why);
+	if (err)
+		return err;
+	uint64_t v = next_random(&j->rng);
+	static const char *const fields[] = {
+		"block_count", "inode_count", "journal_start", "journal_blocks",
+		"inode_table_start", "data_start", "log_block_size", "free_blocks",
+		"orphan_head", "block_bitmap_start",
+	};
+	unsigned f = (unsigned)below(&j->rng, sizeof(fields) / sizeof(fields[0]));
+	switch (f) {
+	case 0: sb.block_count = v % (sb.block_count * 2 + 1); break;
+	case 1: sb.inode_count = (uint32_t)v; break;
+	case 2: sb.journal_start = v % 64; break;
+	case 3: sb.journal_blocks = (uint32_t)(v % (sb.journal_blocks * 2 + 1)); break;
+	case 4: sb.inode_table_start = v % sb.block_count; break;
+	case 5: sb.data_start = v % (sb.block_count + 8); break;
+	case 6: sb.log_block_size = (uint32_t)(v % 20); break;
+	case 7: sb.free_blocks = v; break;
+	case 8: sb.orphan_head = (uint32_t)(v % (sb.inode_count + 8)); break;
+	default: sb.block_bitmap_start = v % sb.block_count; break;
+	}
+	ordfs_super_encode(&sb, raw);
+	snprintf(j->what, j->what_len, "super-csum: field %s", fields[f]);
+	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
+	if (!err)
+		err = blockdev_flush(j->bd);
+	return err;
+}
+
+/* A used data block's bit cleared, bitmap checksum recomputed. */
+static void clear_bit_of(struct job *j, uint8_t *blk, uint64_t bitmap_block)
+{
+	(void)bitmap_block;
+	uint32_t bits = ordfs_bits_per_bitmap_block(j->bs);
+	uint32_t bit = (uint32_t)(j->target % bits);
+	blk[24 + bit / 8] &= (uint8_t)~(1u << (bit % 8));
+	ordfs_block_csum_set(blk, j->bs, j->sb.csum_seed);
+}
+
+static int damage_bitmap_free(struct job *j, const struct targets *data)
+{
+	if (data->n == 0)
+		return -ENOENT;
+	uint64_t b = data->v[below(&j->rng, data->n)];
+	uint32_t bits = ordfs_bits_per_bitmap_block(j->bs);
+	uint64_t bitmap_block = j->sb.block_bitmap_start + b / bits;
+	snprintf(j->what, j->what_len, "bitmap-free: block %llu marked free",
+		 (unsigned long long)b);
+	j->target = b;
+	return rewrite_block(j, bitmap_block, clear_bit_of);
+}
+
+/* Log blocks of the transactions in the journal (empty log: none). */
+static int journal_targets(struct job *j, struct targets *t)
+{
+	uint8_t *blk = malloc(j->bs);
+	if (!blk)
+		return -ENOMEM;
+	int err = blockdev_read(j->bd, blk, j->bs, j->sb.journal_start * j->bs);
+	struct ordfs_journal_super js;
+	if (!err)
+		err = ordfs_journal_super_decode(blk, j->bs, j->sb.csum_seed, &js, NULL);
+	if (!err && js.start != 0) {
+		/* From the tail on, every block up to the first that is not a
+		 * journal block of a live sequence or a copy after one. */
+		uint32_t pos = js.start;
+		for (uint32_t n = 0; n < js.total_blocks - js.first && !err; n++) {
+			err = blockdev_read(j->bd, blk, j->bs, (j->sb.journal_start + pos) * j->bs);
+			if (err)
+				break;
+			bool jb = le_get32(blk) == ORDFS_JOURNAL_MAGIC;
+			if (jb && le_get64(blk + 8) < js.sequence)
+				break;
+			err = push(t, j->sb.journal_start + pos);
+			pos = pos + 1 < js.total_blocks ? pos + 1 : js.first;
+			if (t->n > 4096)
+				break;
+		}
+	}
+	free(blk);
+	return err;
+}
+
+/* Every metadata block: superblock, journal superblock, bitmaps, inode
+ * table, directory and extent-tree blocks. */
+static int metadata_targets(struct job *j, const struct found *f, struct targets *t)
+{
+	int err = push(t, 0);
+	if (!err)
+		err = push(t, j->sb.journal_start);
+	for (uint64_t b = j->sb.block_bitmap_start; b < j->sb.inode_table_start && !err; b++)
+		err = push(t, b); /* block and inode bitmaps */
+	for (uint64_t b = j->sb.inode_table_start; b < j->sb.data_start && !err; b++)
+		err = push(t, b);
+	for (size_t i = 0; i < f->dir_blocks.n && !err; i++)
+		err = push(t, f->dir_blocks.v[i]);
+	for (size_t i = 0; i < f->extent_blocks.n && !err; i++)
+		err = push(t, f->extent_blocks.v[i]);
+	return err;
+}
+
+int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, char *what,
+		  unsigned what_len)
+{
+	char scratch[1];
+	struct job j = { .bd = bd, .rng = seed, .what = what ? what : scratch,
+			 .what_len = what ? what_len : sizeof(scratch) };
+	const char *why;
+	if ((unsigned)kind >= CORRUPT_KINDS)
+		return -EINVAL;
+	int err = ordfs_read_super(bd, false, &j.sb, &why);
+	if (err)
+		return err;
+	j.bs = ordfs_block_size(&j.sb);
+	if (kind == CORRUPT_SUPER_CSUM)
+		return damage_super(&j);
+
+	struct targets t = { 0 };
+	if (kind == CORRUPT_JOURNAL_BITS || kind == CORRUPT_JOURNAL_CSUM) {
+		err = journal_targets(&j, &t);
+		if (!err)
+			err = pick_block(&j, &t, corrupt_kind_name(kind),
+					 kind == CORRUPT_JOURNAL_BITS ? change_bits
+								      : change_journal_csum);
+		free(t.v);
+		return err;
+	}
+	if (kind == CORRUPT_BITMAP_BITS) {
+		uint64_t nbitmap = j.sb.inode_table_start - j.sb.block_bitmap_start;
+		uint64_t b = j.sb.block_bitmap_start + below(&j.rng, nbitmap);
+		snprintf(j.what, j.what_len, "bitmap-bits: block %llu", (unsigned long long)b);
+		return rewrite_block(&j, b, change_bits);
+	}
+
+	struct found f = { 0 };
+	err = find_targets(bd, &f);
+	if (err) {
+		found_free(&f);
+		return err;
+	}
+	switch (kind) {
+	case CORRUPT_INODE_BITS:
+	case CORRUPT_INODE_CSUM:
+	case CORRUPT_INODE_LINKS:
+		err = damage_inode(&j, &f.inodes, kind);
+		break;
+	case CORRUPT_DIR_ZERO:
+		err = pick_block(&j, &f.dir_blocks, "dir-zero", change_zero);
+		break;
+	case CORRUPT_DIR_BITS:
+		err = pick_block(&j, &f.dir_blocks, "dir-bits", change_bits);
+		break;
+	case CORRUPT_DIR_CSUM:
+		err = pick_block(&j, &f.dir_blocks, "dir-csum", change_keep_csum);
+		break;
+	case CORRUPT_EXTENT_CSUM:
+		err = pick_block(&j, &f.extent_blocks, "extent-csum", change_keep_csum);
+		break;
+	case CORRUPT_BITMAP_FREE:
+		err = damage_bitmap_free(&j, &f.data_blocks);
+		break;
+	default: /* CORRUPT_ANY_METADATA */
+		err = metadata_targets(&j, &f, &t);
+		if (!err)
+			err = pick_block(&j, &t, "any-metadata", change_bits);
+		break;
+	}
+	free(t.v);
+	found_free(&f);
+	return err;
+}

@@ -1,0 +1,51 @@
+/*
+ * corrupt.h - damage one chosen structure of an ordfs image, deterministic
+ * by seed: the test tool behind fsck's and the mount's hostile-image
+ * tests (and the `ordfs-corrupt` command).
+ *
+ * Owns: the list of damage kinds and how each finds its target.  Targets
+ * are found on a read-only mount of the (still valid) image, then the
+ * bytes are changed on the device directly.  Kinds ending in _CSUM keep
+ * the structure's checksum valid, as a hostile image would: the damage
+ * must then be caught by the structure checks, not the CRC.
+ *
+ * Rules: the same image, kind and seed always give the same damage; a
+ * kind whose target does not exist in the image (no directory blocks
+ * beyond the root's, an empty journal) returns -ENOENT and changes
+ * nothing.
+ */
+#ifndef ORDFS_CORRUPT_H
+#define ORDFS_CORRUPT_H
+
+#include <stdint.h>
+
+struct blockdev;
+
+enum corrupt_kind {
+	CORRUPT_SUPER_CSUM,      /* a superblock field, checksum recomputed */
+	CORRUPT_INODE_BITS,      /* bits of an in-use inode (checksum fails) */
+	CORRUPT_INODE_CSUM,      /* bytes of an in-use inode, checksum recomputed */
+	CORRUPT_INODE_LINKS,     /* an inode's link count, checksum recomputed */
+	CORRUPT_DIR_ZERO,        /* a directory block zeroed */
+	CORRUPT_DIR_BITS,        /* bits of a directory block */
+	CORRUPT_DIR_CSUM,        /* bytes of a directory block, checksum recomputed */
+	CORRUPT_EXTENT_CSUM,     /* bytes of an extent-tree block, checksum recomputed */
+	CORRUPT_BITMAP_FREE,     /* a used block marked free, checksum recomputed */
+	CORRUPT_BITMAP_BITS,     /* bits of a bitmap block (checksum fails) */
+	CORRUPT_JOURNAL_BITS,    /* bits of a journal block in use (commit, tags) */
+	CORRUPT_JOURNAL_CSUM,    /* a journal block in use, checksum recomputed */
+	CORRUPT_ANY_METADATA,    /* bits of any metadata block */
+	CORRUPT_KINDS
+};
+
+/* The kind's name ("inode-bits", ...), or NULL past the end. */
+const char *corrupt_kind_name(enum corrupt_kind kind);
+/* The kind named, or -1. */
+int corrupt_kind_parse(const char *name);
+
+/* Damages the image on bd.  0, -ENOENT (no target of that kind), or a
+ * negative errno.  *what (if not NULL) gets a one-line description. */
+int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, char *what,
+		  unsigned what_len);
+
+#endif
