@@ -7,8 +7,9 @@
 # the same package names work too.
 set -euo pipefail
 
+# clang and its runtime (libFuzzer) build the fuzz target (scripts/fuzz.sh).
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
-	libsqlite3-dev)
+	libsqlite3-dev clang libclang-rt-14-dev)
 
 is_installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -1,10 +1,12 @@
 #!/bin/bash
 # test.sh - install what is missing, build, and run the whole test suite twice:
-# a normal build and an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# a normal build and an AddressSanitizer + UndefinedBehaviorSanitizer build;
+# then the image fuzzer for a bounded time.
 #
 # Usage: scripts/test.sh
 #   BUILD_DIR (default build) and ASAN_BUILD_DIR (default build-asan) name
-#   the build directories.  Exits non-zero if anything fails.
+#   the build directories; FUZZ_SECONDS (default 60, 0 = skip) bounds the
+#   fuzz run.  Exits non-zero if anything fails.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -37,11 +39,22 @@ run_suite() { # run_suite NAME DIR MESON_OPTION...
 run_suite normal "$BUILD_DIR"
 run_suite asan+ubsan "$ASAN_BUILD_DIR" -Db_sanitize=address,undefined -Db_lundef=false
 
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+result[fuzz]="skipped (FUZZ_SECONDS=0)"
+if [ "$FUZZ_SECONDS" -gt 0 ]; then
+	echo "=== fuzz: fuzz_image for $FUZZ_SECONDS s"
+	if bash scripts/fuzz.sh "$FUZZ_SECONDS"; then
+		result[fuzz]="passed"
+	else
+		result[fuzz]="FAILED (crash-* files in build-fuzz/)"
+	fi
+fi
+
 echo
 echo "=== summary"
 status=0
-for name in normal asan+ubsan; do
+for name in normal asan+ubsan fuzz; do
 	printf '%-12s %s\n' "$name" "${result[$name]}"
-	[ "${result[$name]}" = passed ] || status=1
+	case "${result[$name]}" in passed | skipped*) ;; *) status=1 ;; esac
 done
 exit $status

@@ -13,6 +13,11 @@
 
 /* ---- superblock ------------------------------------------------------- */
 
+void ordfs_super_csum_set(uint8_t raw[ORDFS_SB_SIZE])
+{
+	le_put32(raw + 1020, ordfs_crc32c(~0u, raw, 1020));
+}
+
 void ordfs_super_encode(const struct ordfs_super *sb, uint8_t out[ORDFS_SB_SIZE])
 {
 	memset(out, 0, ORDFS_SB_SIZE);
@@ -51,7 +56,7 @@ void ordfs_super_encode(const struct ordfs_super *sb, uint8_t out[ORDFS_SB_SIZE]
 	le_put32(out + 272, sb->csum_seed);
 	le_put32(out + 276, sb->last_error_code);
 	le_put64(out + 280, sb->last_error_time);
-	le_put32(out + 1020, ordfs_crc32c(~0u, out, 1020));
+	ordfs_super_csum_set(out);
 }
 
 static int fail(const char **why, const char *reason)

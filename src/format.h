@@ -155,6 +155,8 @@ struct ordfs_super {
 };
 
 void ordfs_super_encode(const struct ordfs_super *sb, uint8_t out[ORDFS_SB_SIZE]);
+/* Sets the checksum of raw superblock bytes (bytes 1020..1023). */
+void ordfs_super_csum_set(uint8_t raw[ORDFS_SB_SIZE]);
 /* Decodes and fully validates (magic, checksum, geometry, features).  On
  * failure returns a negative errno and, if why != NULL, a static one-line
  * reason ("bad superblock checksum", ...). */
