@@ -230,6 +230,15 @@ static uint32_t inode_csum(const uint8_t *raw, uint32_t inum, uint32_t seed)
 	return ordfs_crc32c(ordfs_crc32c(seed, num, 4), raw, ORDFS_INODE_SIZE - 4);
 }
 
+void ordfs_extent_root_init(uint8_t data[ORDFS_INODE_DATA_LEN])
+{
+	memset(data, 0, ORDFS_INODE_DATA_LEN);
+	le_put16(data + 0, ORDFS_EXTENT_MAGIC);
+	le_put16(data + 2, 0);
+	le_put16(data + 4, ORDFS_INODE_ROOT_EXTENTS);
+	le_put16(data + 6, 0);
+}
+
 void ordfs_inode_csum_set(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum, uint32_t csum_seed)
 {
 	le_put32(raw + 252, inode_csum(raw, inum, csum_seed));

@@ -304,6 +304,8 @@ struct ordfs_inode {
 
 void ordfs_inode_encode(const struct ordfs_inode *ino, uint32_t inum, uint32_t csum_seed,
 			uint8_t out[ORDFS_INODE_SIZE]);
+/* An empty extent root (no records, depth 0) in an inode's data[]. */
+void ordfs_extent_root_init(uint8_t data[ORDFS_INODE_DATA_LEN]);
 /* Sets the checksum of a raw inode slot (bytes 252..255). */
 void ordfs_inode_csum_set(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum, uint32_t csum_seed);
 /* 0, or -EUCLEAN (bad checksum, nsec >= 10^9, unknown flags, ...). */

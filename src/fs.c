@@ -369,7 +369,8 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 		goto fail;
 	}
 	uint64_t bad_block = 0;
-	err = alloc_load(fs->cache, &fs->sb, &fs->alloc, &bad_block);
+	err = alloc_load(fs->cache, &fs->sb, opts->check_mode ? ALLOC_LOAD_TOLERANT : 0,
+			 &fs->alloc, &bad_block);
 	if (err) {
 		reason = err == -EUCLEAN ? "bad bitmap block checksum (run fsck.ordfs)"
 					 : "cannot read the bitmaps";
@@ -379,7 +380,7 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	if (err)
 		goto fail;
 
-	if (!opts->readonly && (fs->sb.state & ORDFS_STATE_ERROR)) {
+	if (!opts->readonly && (fs->sb.state & ORDFS_STATE_ERROR) && !opts->fsck_repair) {
 		reason = "the filesystem recorded an error; run fsck.ordfs before mounting "
 			 "it read-write";
 		err = -EUCLEAN;

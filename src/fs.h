@@ -36,6 +36,10 @@ struct ordfs_options {
 	unsigned commit_interval_ms; /* default 5000 */
 	bool barrier;                /* default true */
 	bool readonly;
+	bool check_mode;             /* the checker's mount: read-only, bad bitmap
+					blocks tolerated (alloc.h) */
+	bool fsck_repair;            /* fsck's read-write mount: allowed on an
+					image that recorded an error */
 	uint32_t cache_buffers;      /* metadata buffer cache size; 0 = default */
 	uint64_t dirty_limit_bytes;  /* delayed-allocation dirty data bound; 0 = default */
 	enum flush_error_policy flush_error; /* failing write/flush of the image */

@@ -18,6 +18,8 @@
 
 struct alloc {
 	struct bcache *cache;
+	bool tolerant;              /* ALLOC_LOAD_TOLERANT */
+	uint32_t bad_bitmap_blocks; /* tolerated checksum failures */
 	uint32_t block_size;
 	uint32_t csum_seed;
 	uint32_t bits_per_block;
@@ -157,7 +159,10 @@ static int load_bitmap(struct alloc *a, uint64_t start, uint64_t nbits,
 			if (bad_block)
 				*bad_block = start + bi;
 			bcache_put(a->cache, b);
-			return err;
+			if (!a->tolerant)
+				return err;
+			a->bad_bitmap_blocks++;
+			continue; /* reads as all free */
 		}
 		for (uint32_t bit = 0; bit < a->bits_per_block; bit++) {
 			uint64_t i = bi * a->bits_per_block + bit;
@@ -171,12 +176,13 @@ static int load_bitmap(struct alloc *a, uint64_t start, uint64_t nbits,
 	return 0;
 }
 
-int alloc_load(struct bcache *cache, const struct ordfs_super *sb, struct alloc **out,
-	       uint64_t *bad_block)
+int alloc_load(struct bcache *cache, const struct ordfs_super *sb, unsigned flags,
+	       struct alloc **out, uint64_t *bad_block)
 {
 	struct alloc *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
+	a->tolerant = flags & ALLOC_LOAD_TOLERANT;
 	a->cache = cache;
 	a->block_size = ordfs_block_size(sb);
 	a->csum_seed = sb->csum_seed;
@@ -210,6 +216,11 @@ int alloc_load(struct bcache *cache, const struct ordfs_super *sb, struct alloc 
 		a->free_inodes += !bit_test(a->imap, i);
 	*out = a;
 	return 0;
+}
+
+uint32_t alloc_bad_bitmap_blocks(const struct alloc *a)
+{
+	return a->bad_bitmap_blocks;
 }
 
 void alloc_destroy(struct alloc *a)

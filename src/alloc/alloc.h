@@ -34,9 +34,14 @@ struct handle;
 struct alloc;
 
 /* Reads both bitmaps (verifying their checksums: -EUCLEAN with the block
- * number in *bad_block on a mismatch), builds the maps and the free counts. */
-int alloc_load(struct bcache *cache, const struct ordfs_super *sb, struct alloc **out,
-	       uint64_t *bad_block);
+ * number in *bad_block on a mismatch), builds the maps and the free counts.
+ * With ALLOC_LOAD_TOLERANT (the checker's read-only mount) a bitmap block
+ * that fails its checksum reads as all free and is counted in
+ * alloc_bad_bitmap_blocks() instead. */
+#define ALLOC_LOAD_TOLERANT 0x1u
+int alloc_load(struct bcache *cache, const struct ordfs_super *sb, unsigned flags,
+	       struct alloc **out, uint64_t *bad_block);
+uint32_t alloc_bad_bitmap_blocks(const struct alloc *a);
 void alloc_destroy(struct alloc *a);
 
 #define ALLOC_FROM_RESERVATION 0x1u /* consume blocks reserved earlier */

@@ -42,6 +42,7 @@ struct inode_info {
 struct checker {
 	struct ordfs *fs;
 	struct check_result *res;
+	struct check_findings *fx; /* NULL unless a repair asked */
 	struct inode_info *info; /* index: inode number */
 	uint8_t *blocks;         /* bit per block: found in use */
 	uint64_t blocks_found;
@@ -63,6 +64,94 @@ static void problem(struct checker *c, enum check_problem code, const char *fmt,
 		c->res->report(c->res->ctx, code, msg);
 }
 
+/* ---- findings for a repair ------------------------------------------------ */
+
+static int fx_grow(void **v, uint32_t *cap, uint32_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	uint32_t ncap = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*v, (size_t)ncap * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+/* Appends to a findings list; out of memory marks the finding unfixable. */
+#define FX_PUSH(c, vec, val)                                                            \
+	do {                                                                            \
+		if (!(c)->fx)                                                           \
+			break;                                                          \
+		if (fx_grow((void **)&(vec).v, &(vec).cap, (vec).n + 1, sizeof(*(vec).v))) \
+			(c)->fx->unfixable++;                                           \
+		else                                                                    \
+			(vec).v[(vec).n++] = (val);                                     \
+	} while (0)
+
+static void fx_unfixable(struct checker *c)
+{
+	if (c->fx)
+		c->fx->unfixable++;
+}
+
+static void fx_empty_inode(struct checker *c, uint32_t ino)
+{
+	if (!c->fx)
+		return;
+	for (uint32_t i = 0; i < c->fx->empty_inodes.n; i++)
+		if (c->fx->empty_inodes.v[i] == ino)
+			return;
+	FX_PUSH(c, c->fx->empty_inodes, ino);
+}
+
+static struct check_inode_fix *fx_inode(struct checker *c, uint32_t ino)
+{
+	if (!c->fx)
+		return NULL;
+	struct check_findings *f = c->fx;
+	for (uint32_t i = 0; i < f->inode_fixes.n; i++)
+		if (f->inode_fixes.v[i].ino == ino)
+			return &f->inode_fixes.v[i];
+	struct check_inode_fix fix = { .ino = ino };
+	FX_PUSH(c, f->inode_fixes, fix);
+	return f->inode_fixes.n && f->inode_fixes.v[f->inode_fixes.n - 1].ino == ino
+		       ? &f->inode_fixes.v[f->inode_fixes.n - 1]
+		       : NULL;
+}
+
+static void fx_entry(struct checker *c, bool retype, uint32_t dir, const char *name, size_t len,
+		     uint32_t ino, uint8_t dtype)
+{
+	if (!c->fx)
+		return;
+	struct check_entry_fix e = { .dir = dir, .ino = ino, .dtype = dtype };
+	if (len >= sizeof(e.name)) {
+		fx_unfixable(c);
+		return;
+	}
+	memcpy(e.name, name, len);
+	e.name[len] = 0;
+	if (retype)
+		FX_PUSH(c, c->fx->retype_entries, e);
+	else
+		FX_PUSH(c, c->fx->drop_entries, e);
+}
+
+void check_findings_free(struct check_findings *f)
+{
+	free(f->clear_inodes.v);
+	free(f->empty_inodes.v);
+	free(f->drop_entries.v);
+	free(f->retype_entries.v);
+	free(f->unreachable.v);
+	free(f->inode_fixes.v);
+	free(f->blocks_found);
+	free(f->inodes_found);
+	memset(f, 0, sizeof(*f));
+}
+
 static bool test_and_set_block(struct checker *c, uint64_t b)
 {
 	uint8_t mask = (uint8_t)(1u << (b % 8));
@@ -79,13 +168,15 @@ static void claim_blocks(struct checker *c, uint64_t start, uint64_t len)
 	    len > sb->block_count - 1 - start) {
 		problem(c, CHK_BLOCK_RANGE, "inode %u: blocks %llu+%llu outside the data area",
 			c->cur_ino, (unsigned long long)start, (unsigned long long)len);
+		fx_empty_inode(c, c->cur_ino);
 		return;
 	}
 	for (uint64_t b = start; b < start + len; b++) {
-		if (test_and_set_block(c, b))
+		if (test_and_set_block(c, b)) {
 			problem(c, CHK_BLOCK_DUP, "inode %u: block %llu is claimed twice",
 				c->cur_ino, (unsigned long long)b);
-		else
+			fx_empty_inode(c, c->cur_ino); /* the later claimant */
+		} else
 			c->blocks_found++;
 	}
 	c->cur_blocks += len;
@@ -117,21 +208,32 @@ static void pass_inodes(struct checker *c)
 		bool marked = alloc_inode_in_use(fs->alloc, ino);
 		if (err == -EUCLEAN) {
 			problem(c, CHK_INODE_CORRUPT, "inode %u is corrupt", ino);
+			if (ino == ORDFS_ROOT_INO || ino == 1)
+				fx_unfixable(c);
+			else
+				FX_PUSH(c, c->fx->clear_inodes, ino);
 			continue;
 		}
 		bool used = err == 0;
 		if (ino == 1) {
+			if (c->fx)
+				c->fx->inodes_found[0] |= 1u; /* reserved: always in use */
 			if (!marked)
 				problem(c, CHK_INODE_BITMAP, "reserved inode 1 not marked in use");
 			continue;
 		}
-		if (used != marked)
+		if (used != marked) {
 			problem(c, CHK_INODE_BITMAP, "inode %u is %s but the bitmap says %s", ino,
 				used ? "in use" : "free", marked ? "in use" : "free");
+			if (c->fx)
+				c->fx->bitmaps_wrong = true;
+		}
 		if (!used)
 			continue;
 		struct inode_info *ii = &c->info[ino];
 		ii->in_use = true;
+		if (c->fx)
+			c->fx->inodes_found[(ino - 1) / 8] |= (uint8_t)(1u << ((ino - 1) % 8));
 		ii->mode = d.mode;
 		ii->links = d.links;
 		ii->parent = d.parent;
@@ -153,6 +255,7 @@ static int node_cb(void *ctx, uint64_t blockno, unsigned depth, int bad)
 	if (bad) {
 		problem(c, CHK_EXTENT_TREE, "inode %u: bad extent tree block %llu", c->cur_ino,
 			(unsigned long long)blockno);
+		fx_empty_inode(c, c->cur_ino);
 		return 0;
 	}
 	claim_blocks(c, blockno, 1);
@@ -180,28 +283,45 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 
 	if (inode->d.xattr_block) {
 		claim_blocks(c, inode->d.xattr_block, 1);
-		if (xattr_verify(c->fs, inode) != 0)
+		if (xattr_verify(c->fs, inode) != 0) {
 			problem(c, CHK_XATTR, "inode %u: bad xattr block %llu", inode->ino,
 				(unsigned long long)inode->d.xattr_block);
+			struct check_inode_fix *fix = fx_inode(c, inode->ino);
+			if (fix)
+				fix->drop_xattr = true;
+		}
 	}
 	int err = 0;
 	if (!(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
 		err = extent_walk(c->fs, inode, &ops);
 	if (err) {
 		problem(c, CHK_EXTENT_TREE, "inode %u: extent tree unreadable (%d)", inode->ino, err);
+		fx_empty_inode(c, inode->ino);
 		return;
 	}
-	if (c->cur_blocks != inode->d.blocks)
+	if (c->cur_blocks != inode->d.blocks) {
 		problem(c, CHK_BLOCK_COUNT, "inode %u: blocks count %llu, found %llu", inode->ino,
 			(unsigned long long)inode->d.blocks, (unsigned long long)c->cur_blocks);
+		struct check_inode_fix *fix = fx_inode(c, inode->ino);
+		if (fix) {
+			fix->fix_blocks = true;
+			fix->blocks = c->cur_blocks;
+		}
+	}
 	uint64_t bs = c->fs->block_size;
 	/* An inode on the orphan list may be half-way through a truncate that
 	 * the next mount finishes: blocks past its size are expected then. */
 	if (S_ISREG(inode->d.mode) && c->cur_has_blocks &&
 	    !(inode->d.flags & ORDFS_INODE_ORPHAN) &&
-	    c->cur_last_lblk >= (inode->d.size + bs - 1) / bs)
+	    c->cur_last_lblk >= (inode->d.size + bs - 1) / bs) {
 		problem(c, CHK_SIZE, "inode %u: data mapped past its size %llu", inode->ino,
 			(unsigned long long)inode->d.size);
+		struct check_inode_fix *fix = fx_inode(c, inode->ino);
+		if (fix) {
+			fix->fix_size = true;
+			fix->size = (c->cur_last_lblk + 1) * bs;
+		}
+	}
 }
 
 static void pass_blocks(struct checker *c)
@@ -242,17 +362,24 @@ static int entry_cb(void *ctx, const char *name, size_t len, uint32_t ino, uint8
 	if (ino == 0 || ino > c->fs->sb.inode_count || !c->info[ino].in_use) {
 		problem(c, CHK_DIR_ENTRY, "dir %u: entry '%.*s' points at free inode %u", w->dir,
 			nlen, name, ino);
+		fx_entry(c, false, w->dir, name, len, ino, 0);
 		return 0;
 	}
 	struct inode_info *ii = &c->info[ino];
-	if (dtype != dtype_of_mode(ii->mode))
+	if (dtype != dtype_of_mode(ii->mode)) {
 		problem(c, CHK_DIR_ENTRY, "dir %u: entry '%.*s' has the wrong file type", w->dir,
 			nlen, name);
+		fx_entry(c, true, w->dir, name, len, ino, dtype_of_mode(ii->mode));
+	}
 	ii->refs++;
 	if (S_ISDIR(ii->mode)) {
 		c->info[w->dir].subdirs++;
 		if (ii->reached_from) {
 			problem(c, CHK_DIR_LOOP, "directory %u is reachable twice", ino);
+			/* The later name goes; so does the reference it added. */
+			ii->refs--;
+			c->info[w->dir].subdirs--;
+			fx_entry(c, false, w->dir, name, len, ino, 0);
 			return 0;
 		}
 		ii->reached_from = w->dir;
@@ -266,6 +393,7 @@ static void dir_problem_cb(void *ctx, uint64_t lblk, const char *what)
 	struct dir_walk *w = ctx;
 	problem(w->c, CHK_DIR_STRUCT, "dir %u block %llu: %s", w->dir, (unsigned long long)lblk,
 		what);
+	fx_empty_inode(w->c, w->dir); /* its entries' inodes go to lost+found */
 }
 
 static void pass_directories(struct checker *c)
@@ -279,6 +407,7 @@ static void pass_directories(struct checker *c)
 	}
 	if (!c->info[ORDFS_ROOT_INO].in_use || !S_ISDIR(c->info[ORDFS_ROOT_INO].mode)) {
 		problem(c, CHK_DIR_STRUCT, "root inode is not a directory");
+		fx_unfixable(c);
 		free(queue);
 		return;
 	}
@@ -292,12 +421,20 @@ static void pass_directories(struct checker *c)
 		struct dir_walk w = { c, ino, queue, &qlen };
 		struct dir_verify_ops ops = { entry_cb, dir_problem_cb, &w };
 		int err = dir_verify(c->fs, dir, &ops);
-		if (err && err != -EUCLEAN)
+		if (err && err != -EUCLEAN) {
 			problem(c, CHK_DIR_STRUCT, "dir %u unreadable (%d)", ino, err);
+			fx_empty_inode(c, ino);
+		}
 		inode_put(c->fs, dir);
-		if (c->info[ino].parent != c->info[ino].reached_from)
+		if (c->info[ino].parent != c->info[ino].reached_from) {
 			problem(c, CHK_DIR_PARENT, "dir %u: '..' is %u, reached from %u", ino,
 				c->info[ino].parent, c->info[ino].reached_from);
+			struct check_inode_fix *fix = fx_inode(c, ino);
+			if (fix) {
+				fix->fix_parent = true;
+				fix->parent = c->info[ino].reached_from;
+			}
+		}
 	}
 	free(queue);
 }
@@ -314,13 +451,21 @@ static void pass_links(struct checker *c)
 							      ii->subdirs
 						    : ii->refs;
 		if (ii->refs == 0 && ino != ORDFS_ROOT_INO) {
-			if (!ii->orphan || ii->links != 0)
+			if (!ii->orphan || ii->links != 0) {
 				problem(c, CHK_UNREACHABLE, "inode %u is in use but unreachable", ino);
+				FX_PUSH(c, c->fx->unreachable, ino);
+			}
 			continue;
 		}
-		if (ii->links != expect)
+		if (ii->links != expect) {
 			problem(c, CHK_LINK_COUNT, "inode %u: link count %u, should be %u", ino,
 				ii->links, expect);
+			struct check_inode_fix *fix = fx_inode(c, ino);
+			if (fix) {
+				fix->fix_links = true;
+				fix->links = expect;
+			}
+		}
 	}
 }
 
@@ -339,6 +484,16 @@ static void pass_bitmap(struct checker *c)
 			problem(c, CHK_BLOCK_BITMAP, "block %llu is %s but the bitmap says %s",
 				(unsigned long long)b, found ? "in use" : "free",
 				marked ? "in use" : "free");
+		if (found && c->fx && c->fx->blocks_found)
+			c->fx->blocks_found[b / 8] |= (uint8_t)(1u << (b % 8));
+	}
+	if (mismatches && c->fx)
+		c->fx->bitmaps_wrong = true;
+	uint32_t bad = alloc_bad_bitmap_blocks(c->fs->alloc);
+	if (bad) {
+		problem(c, CHK_BLOCK_BITMAP, "%u bitmap blocks fail their checksum", bad);
+		if (c->fx)
+			c->fx->bitmaps_wrong = true;
 	}
 	if (mismatches > 20)
 		problem(c, CHK_BLOCK_BITMAP, "%llu more block bitmap differences",
@@ -348,14 +503,24 @@ static void pass_bitmap(struct checker *c)
 	if (sb->state & ORDFS_STATE_CLEAN) {
 		uint64_t free_blocks = sb->block_count - used;
 		uint32_t free_inodes = sb->inode_count - (uint32_t)c->res->inodes_used - 1;
-		if (sb->free_blocks != free_blocks)
+		bool wrong = false;
+		if (sb->free_blocks != free_blocks) {
 			problem(c, CHK_SUMMARY, "free blocks count %llu, should be %llu",
 				(unsigned long long)sb->free_blocks, (unsigned long long)free_blocks);
-		if (sb->free_inodes != free_inodes)
+			wrong = true;
+		}
+		if (sb->free_inodes != free_inodes) {
 			problem(c, CHK_SUMMARY, "free inodes count %u, should be %u",
 				sb->free_inodes, free_inodes);
-		if (sb->orphan_head)
+			wrong = true;
+		}
+		if (wrong && c->fx)
+			c->fx->summary_wrong = true;
+		if (sb->orphan_head) {
 			problem(c, CHK_ORPHAN, "clean image with a non-empty orphan list");
+			if (c->fx)
+				c->fx->clean_with_orphans = true;
+		}
 	}
 }
 
@@ -369,14 +534,25 @@ int ordfs_check(struct blockdev *bd, struct check_result *res)
 	res->inodes_used = res->dirs = res->files = res->blocks_used = 0;
 	ordfs_options_default(&opts);
 	opts.readonly = true;
+	opts.check_mode = true;
 	int err = ordfs_mount(bd, &opts, &fs, &why);
 	if (err) {
-		struct checker c0 = { .res = res };
+		struct checker c0 = { .res = res, .fx = res->findings };
 		problem(&c0, err == -EROFS ? CHK_JOURNAL_NOT_EMPTY : CHK_SUPER, "%s", why);
+		fx_unfixable(&c0);
 		return 0;
 	}
 
-	struct checker c = { .fs = fs, .res = res };
+	struct checker c = { .fs = fs, .res = res, .fx = res->findings };
+	if (c.fx) {
+		memset(c.fx, 0, sizeof(*c.fx));
+		c.fx->blocks_found = calloc((fs->sb.block_count + 7) / 8, 1);
+		c.fx->inodes_found = calloc(((size_t)fs->sb.inode_count + 7) / 8, 1);
+		if (!c.fx->blocks_found || !c.fx->inodes_found) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
 	c.info = calloc((size_t)fs->sb.inode_count + 1, sizeof(*c.info));
 	c.blocks = calloc((fs->sb.block_count + 7) / 8, 1);
 	if (!c.info || !c.blocks) {

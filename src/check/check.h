@@ -14,6 +14,7 @@
 #ifndef ORDFS_CHECK_H
 #define ORDFS_CHECK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct blockdev;
@@ -42,6 +43,46 @@ enum check_problem {
 
 #define CHECK_PASSES 5u
 
+/* What a check found that a repair can act on (check/repair.c), in the
+ * order repairs apply them.  Filled when check_result.findings is set. */
+struct check_entry_fix {
+	uint32_t dir;
+	uint32_t ino;     /* retype: the inode the name stays pointing at */
+	uint8_t dtype;    /* retype: the right type */
+	char name[256];
+};
+
+struct check_inode_fix {
+	uint32_t ino;
+	uint32_t links, parent;
+	uint64_t blocks, size;
+	bool fix_links, fix_parent, fix_blocks, fix_size, drop_xattr;
+};
+
+#define CHECK_VEC(T) struct { T *v; uint32_t n, cap; }
+
+struct check_findings {
+	/* stage A, raw inode slots */
+	CHECK_VEC(uint32_t) clear_inodes;   /* fail their checksum: zeroed */
+	CHECK_VEC(uint32_t) empty_inodes;   /* bad extent tree or directory,
+					       blocks out of range or claimed
+					       twice: truncated to nothing */
+	/* stage B, a read-write mount */
+	CHECK_VEC(struct check_entry_fix) drop_entries;   /* point at nothing */
+	CHECK_VEC(struct check_entry_fix) retype_entries; /* wrong file type */
+	CHECK_VEC(uint32_t) unreachable;    /* to /lost+found */
+	/* stage C, a read-write mount */
+	CHECK_VEC(struct check_inode_fix) inode_fixes;
+	/* stage D, raw */
+	bool bitmaps_wrong, summary_wrong, clean_with_orphans;
+	uint8_t *blocks_found;  /* bit per block in use (metadata included) */
+	uint8_t *inodes_found;  /* bit per inode in use (bit i = inode i + 1) */
+	/* problems no stage handles */
+	uint32_t unfixable;
+};
+
+void check_findings_free(struct check_findings *f);
+
 struct check_result {
 	uint32_t problems;
 	uint64_t inodes_used, dirs, files, blocks_used;
@@ -50,6 +91,9 @@ struct check_result {
 	/* Optional: called as each pass (1..CHECK_PASSES) starts (done 0),
 	 * now and then within it, and as it ends (done == total). */
 	void (*progress)(void *ctx, unsigned pass, uint64_t done, uint64_t total);
+	/* Optional: filled with what a repair can fix (free with
+	 * check_findings_free). */
+	struct check_findings *findings;
 };
 
 /* The name of a pass, for progress output. */
@@ -59,5 +103,30 @@ const char *check_pass_name(unsigned pass);
  * (result->problems tells whether it found anything) or a negative errno
  * when it could not run at all (unreadable device, out of memory). */
 int ordfs_check(struct blockdev *bd, struct check_result *result);
+
+/* ---- repair (repair.c) -------------------------------------------------- */
+
+struct repair_result {
+	uint32_t rounds;   /* check + repair rounds run */
+	uint32_t fixes;    /* changes made */
+	uint32_t problems; /* left after the last check */
+};
+
+/* Checks and repairs the image on bd (journal already replayed), round
+ * after round until a check is clean or what is left cannot be fixed:
+ * inodes that fail their checksum are cleared; inodes whose extent tree
+ * or directory is damaged, or whose blocks are out of range or claimed
+ * twice, are truncated to nothing; entries pointing at nothing are
+ * removed, entries of the wrong type retyped; unreachable inodes go to
+ * /lost+found (created if missing); link counts, '..', block counts and
+ * sizes are set to what was found; the bitmaps and the summary counts are
+ * rebuilt.  report (may be NULL) sees the problems of the first round.
+ * Entry and inode changes go through the journal of a read-write mount,
+ * so a crash during a repair leaves a consistent image too. */
+#define REPAIR_PREEN 0x1u /* -p: only what loses nothing (no inode cleared or
+			       truncated, no name removed or moved) */
+int ordfs_repair(struct blockdev *bd, unsigned flags,
+		 void (*report)(void *ctx, enum check_problem code, const char *msg), void *ctx,
+		 struct repair_result *out);
 
 #endif

@@ -191,6 +191,11 @@ struct journal_recovery_info {
 int journal_recover(struct blockdev *bd, const struct ordfs_super *sb, unsigned flags,
 		    struct journal_recovery_info *info);
 
+/* fsck, when the journal superblock is corrupt: zeroes the log and writes
+ * a fresh, empty journal superblock (transactions not yet replayed are
+ * lost; there is no way to find them). */
+int journal_reset(struct blockdev *bd, const struct ordfs_super *sb);
+
 /* Zeroes the errno the journal superblock recorded (fsck, after a clean
  * check).  *cleared tells whether there was one. */
 int journal_clear_error(struct blockdev *bd, const struct ordfs_super *sb, bool *cleared);

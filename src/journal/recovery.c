@@ -580,3 +580,35 @@ int journal_clear_error(struct blockdev *bd, const struct ordfs_super *sb, bool 
 	free(blk);
 	return err;
 }
+
+int journal_reset(struct blockdev *bd, const struct ordfs_super *sb)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint8_t *blk = calloc(1, bs);
+	if (!blk)
+		return -ENOMEM;
+	/* Every log block zeroed first, so no stale descriptor or commit
+	 * record can ever match the new sequence. */
+	int err = 0;
+	for (uint32_t i = 1; i < sb->journal_blocks && !err; i++)
+		err = blockdev_write(bd, blk, bs, (sb->journal_start + i) * (uint64_t)bs);
+	if (!err)
+		err = blockdev_flush(bd);
+	if (!err) {
+		struct ordfs_journal_super js = {
+			.block_size = bs,
+			.total_blocks = sb->journal_blocks,
+			.first = 1,
+			.start = 0,
+			.sequence = 1,
+			.err = 0,
+		};
+		memcpy(js.uuid, sb->uuid, ORDFS_UUID_LEN);
+		ordfs_journal_super_encode(&js, sb->csum_seed, blk);
+		err = blockdev_write(bd, blk, bs, sb->journal_start * (uint64_t)bs);
+	}
+	if (!err)
+		err = blockdev_flush(bd);
+	free(blk);
+	return err;
+}

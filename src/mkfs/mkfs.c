@@ -340,16 +340,6 @@ static void fill_inode_bitmap(const struct area_writer *w, uint64_t blockno, uin
 	ordfs_block_csum_set(blk, w->block_size, sb->csum_seed);
 }
 
-/* The empty extent root node every new inode starts with (format.h). */
-static void empty_extent_root(uint8_t data[ORDFS_INODE_DATA_LEN])
-{
-	memset(data, 0, ORDFS_INODE_DATA_LEN);
-	le_put16(data + 0, ORDFS_EXTENT_MAGIC);
-	le_put16(data + 2, 0);
-	le_put16(data + 4, ORDFS_INODE_ROOT_EXTENTS);
-	le_put16(data + 6, 0);
-}
-
 static void root_inode(const struct ordfs_super *sb, struct ordfs_inode *ino)
 {
 	memset(ino, 0, sizeof(*ino));
@@ -358,7 +348,7 @@ static void root_inode(const struct ordfs_super *sb, struct ordfs_inode *ino)
 	ino->parent = ORDFS_ROOT_INO;
 	ino->atime.sec = (int64_t)sb->mkfs_time;
 	ino->mtime = ino->ctime = ino->crtime = ino->atime;
-	empty_extent_root(ino->data);
+	ordfs_extent_root_init(ino->data);
 }
 
 /* Inode 1 stays an all-zero slot (reserved, marked in use in the bitmap). */

@@ -13,9 +13,9 @@
  *   4. replay the journal with the daemon's recovery code; with -n into a
  *      copy-on-write overlay, so the check sees the image as it would be
  *      after replay while the image stays byte for byte the same;
- *   5. the library checker's passes (progress with -C);
+ *   5. the library checker's passes (progress with -C); without -n the
+ *      repairs of check/repair.c, round after round, then a final check;
  *   6. a clean check clears an error the filesystem recorded (not -n).
- * Repairs beyond replay come with the rest of issue 7.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -45,6 +45,7 @@
 
 struct fsck_opts {
 	bool readonly;       /* -n */
+	bool preen;          /* -p / -a */
 	bool force;          /* -f */
 	bool verbose;        /* -v */
 	int64_t backup;      /* -b BLOCK, -1 = the primary */
@@ -58,8 +59,10 @@ static void usage(FILE *out)
 		"usage: fsck.ordfs [-n | -y | -p] [-f] [-v] [-b SUPERBLOCK] [-C FD] IMAGE\n"
 		"  -n     check only: open read-only, change nothing; a journal that needs\n"
 		"         replay is replayed in memory and the result checked\n"
-		"  -y, -p replay the journal and fix what fsck can fix (repairs beyond\n"
-		"         replay and clearing a recorded error come later)\n"
+		"  -y     replay the journal and fix everything fsck can (the default:\n"
+		"         fsck.ordfs never asks)\n"
+		"  -p     fix only what loses nothing (replay, bitmaps and counts, link\n"
+		"         counts, '..'); exit 4 if more is needed\n"
 		"  -f     check even if the image is marked clean\n"
 		"  -v     verbose\n"
 		"  -b N   use the backup superblock at block N (mkfs.ordfs prints it: the\n"
@@ -99,7 +102,8 @@ static int parse(int argc, char **argv, struct fsck_opts *o)
 				int64_t v;
 				switch (*c) {
 				case 'n': o->readonly = true; break;
-				case 'y': case 'p': case 'a': break;
+				case 'y': break;
+				case 'p': case 'a': o->preen = true; break;
 				case 'f': o->force = true; break;
 				case 'v': o->verbose = true; break;
 				case 'b':
@@ -226,10 +230,22 @@ static int replay(struct blockdev *view, const struct ordfs_super *sb,
 		  const struct fsck_opts *o)
 {
 	int need = journal_needs_recovery(view, sb);
+	if (need < 0 && !o->readonly && !o->preen) {
+		/* Nothing in the log can be found without it: start a new one. */
+		int err = journal_reset(view, sb);
+		if (err) {
+			fprintf(stderr, "fsck.ordfs: %s: cannot reset the journal: %s\n", o->image,
+				strerror(-err));
+			return err;
+		}
+		printf("%s: the journal superblock was corrupt: journal cleared "
+		       "(transactions not yet replayed are lost)\n", o->image);
+		return 1;
+	}
 	if (need <= 0) {
 		if (need < 0)
-			fprintf(stderr, "fsck.ordfs: %s: the journal superblock is corrupt\n",
-				o->image);
+			fprintf(stderr, "fsck.ordfs: %s: the journal superblock is corrupt%s\n",
+				o->image, o->preen ? " (run fsck.ordfs -y to clear it)" : "");
 		return need;
 	}
 	struct journal_recovery_info info;
@@ -316,6 +332,21 @@ int main(int argc, char **argv)
 		res.ctx = &prog;
 	}
 	err = ordfs_check(view, &res);
+	if (!err && res.problems && !o.readonly) {
+		/* Repairs, then the check that says what is left. */
+		struct repair_result rep;
+		err = ordfs_repair(bd, o.preen ? REPAIR_PREEN : 0, NULL, NULL, &rep);
+		if (!err) {
+			printf("%s: %u problems found, %u fixes made in %u rounds\n", o.image,
+			       res.problems, rep.fixes, rep.rounds);
+			corrected = corrected || rep.fixes > 0;
+			memset(&res, 0, sizeof(res));
+			res.report = print_problem;
+			err = ordfs_check(bd, &res);
+			if (!err && res.problems && o.preen)
+				printf("%s: UNEXPECTED INCONSISTENCY: run fsck.ordfs -y\n", o.image);
+		}
+	}
 	bool cleared = false;
 	if (!err && !res.problems && !o.readonly) {
 		/* Clean: the error a remount-ro left behind is dealt with. */

@@ -1,0 +1,367 @@
+/*
+ * repair.c - fsck's repairs: round after round, check the image, apply
+ * the first stage that has work, check again.
+ *
+ * Owns: ordfs_repair and the four stages, applied one per round in this
+ * order (each round's check sees the previous round's result, so each
+ * stage starts from a consistent picture):
+ *   A. inode slots (raw writes): clear the ones failing their checksum;
+ *      truncate to nothing the ones with a damaged extent tree or
+ *      directory, blocks out of range, or blocks another inode claimed
+ *      first (their data is lost; their name stays, so a damaged
+ *      directory's children become unreachable and go to lost+found);
+ *   D. the bitmaps and summary counts (raw writes), rebuilt from what the
+ *      check found in use: before any stage that allocates, so a
+ *      read-write mount never hands out a block in use;
+ *   B. names (a read-write mount, journaled): remove entries that point
+ *      at nothing or at a directory reached twice, retype entries of the
+ *      wrong type, link unreachable inodes into /lost+found as "#INO";
+ *   C. inode fields (the same mount): link counts, '..', block counts,
+ *      sizes, a damaged xattr block dropped.
+ * Rules: never touches what the check did not flag; stops when a check is
+ * clean, when only unfixable problems are left, or after MAX_ROUNDS.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <dirent.h>
+
+#include "check.h"
+#include "../fs.h"
+#include "../inode.h"
+#include "../ops.h"
+#include "../blockdev/blockdev.h"
+#include "../dir/dir.h"
+#include "../journal/journal.h"
+
+#define MAX_ROUNDS 12u
+#define LOST_AND_FOUND "lost+found"
+
+/* ---- stage A: inode slots ---------------------------------------------------- */
+
+static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino,
+			      bool clear)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(sb, ino, &blk, &off);
+	uint8_t *b = malloc(bs);
+	if (!b)
+		return -ENOMEM;
+	int err = blockdev_read(bd, b, bs, blk * bs);
+	if (!err) {
+		struct ordfs_inode d;
+		if (clear || ordfs_inode_decode(b + off, ino, sb->csum_seed, &d) != 0) {
+			memset(b + off, 0, ORDFS_INODE_SIZE);
+		} else {
+			/* Truncated to nothing: no extents, no size, no xattrs. */
+			ordfs_extent_root_init(d.data);
+			d.flags &= ~ORDFS_INODE_FAST_SYMLINK;
+			d.size = 0;
+			d.blocks = 0;
+			d.xattr_block = 0;
+			ordfs_inode_encode(&d, ino, sb->csum_seed, b + off);
+		}
+		err = blockdev_write(bd, b, bs, blk * bs);
+	}
+	free(b);
+	return err;
+}
+
+static int stage_inodes(struct blockdev *bd, const struct ordfs_super *sb,
+			const struct check_findings *f, uint32_t *fixes)
+{
+	int err = 0;
+	for (uint32_t i = 0; i < f->clear_inodes.n && !err; i++, ++*fixes)
+		err = rewrite_inode_slot(bd, sb, f->clear_inodes.v[i], true);
+	for (uint32_t i = 0; i < f->empty_inodes.n && !err; i++, ++*fixes)
+		err = rewrite_inode_slot(bd, sb, f->empty_inodes.v[i], false);
+	return err ? err : blockdev_flush(bd);
+}
+
+/* ---- stage D: bitmaps and summary -------------------------------------------- */
+
+/* Writes one bitmap area from found (bit i of found = item i of the area). */
+static int write_bitmap_area(struct blockdev *bd, const struct ordfs_super *sb, uint64_t start,
+			     enum ordfs_block_type type, const uint8_t *found, uint64_t nbits)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint64_t per = ordfs_bits_per_bitmap_block(bs);
+	uint8_t *blk = malloc(bs);
+	if (!blk)
+		return -ENOMEM;
+	int err = 0;
+	for (uint64_t bi = 0; bi * per < nbits && !err; bi++) {
+		memset(blk, 0, bs);
+		ordfs_block_hdr_init(blk, type, 0, start + bi);
+		uint8_t *payload = blk + ORDFS_BLOCK_HDR_SIZE;
+		for (uint64_t bit = 0; bit < per; bit++) {
+			uint64_t i = bi * per + bit;
+			/* Past the end: in use, as mkfs leaves it. */
+			if (i >= nbits || (found[i / 8] >> (i % 8)) & 1)
+				payload[bit / 8] |= (uint8_t)(1u << (bit % 8));
+		}
+		ordfs_block_csum_set(blk, bs, sb->csum_seed);
+		err = blockdev_write(bd, blk, bs, (start + bi) * bs);
+	}
+	free(blk);
+	return err;
+}
+
+static uint64_t count_bits(const uint8_t *bits, uint64_t n)
+{
+	uint64_t c = 0;
+	for (uint64_t i = 0; i < n; i++)
+		c += (bits[i / 8] >> (i % 8)) & 1;
+	return c;
+}
+
+static int stage_bitmaps(struct blockdev *bd, const struct check_findings *f, uint32_t *fixes)
+{
+	struct ordfs_super sb;
+	const char *why;
+	int err = ordfs_read_super(bd, false, &sb, &why);
+	if (!err && f->bitmaps_wrong) {
+		err = write_bitmap_area(bd, &sb, sb.block_bitmap_start, ORDFS_BT_BLOCK_BITMAP,
+					f->blocks_found, sb.block_count);
+		if (!err)
+			err = write_bitmap_area(bd, &sb, sb.inode_bitmap_start, ORDFS_BT_INODE_BITMAP,
+						f->inodes_found, sb.inode_count);
+		++*fixes;
+	}
+	if (!err && (f->summary_wrong || f->bitmaps_wrong || f->clean_with_orphans)) {
+		sb.free_blocks = sb.block_count - count_bits(f->blocks_found, sb.block_count);
+		sb.free_inodes = sb.inode_count - (uint32_t)count_bits(f->inodes_found,
+								    sb.inode_count);
+		/* Orphans on a "clean" image: let the next mount finish them. */
+		if (f->clean_with_orphans)
+			sb.state &= ~ORDFS_STATE_CLEAN;
+		err = ordfs_write_super(bd, &sb, true);
+		++*fixes;
+	}
+	return err ? err : blockdev_flush(bd);
+}
+
+/* ---- stages B and C: through a read-write mount -------------------------------- */
+
+static uint8_t dtype_of_mode(uint16_t mode)
+{
+	return S_ISREG(mode) ? DT_REG : S_ISDIR(mode) ? DT_DIR : S_ISLNK(mode) ? DT_LNK
+	     : S_ISCHR(mode) ? DT_CHR : S_ISBLK(mode) ? DT_BLK : S_ISFIFO(mode) ? DT_FIFO
+	     : S_ISSOCK(mode) ? DT_SOCK : DT_UNKNOWN;
+}
+
+static uint32_t handle_credits(struct ordfs *fs)
+{
+	uint32_t max = journal_max_credits(fs->journal);
+	return max < 64 ? max : 64;
+}
+
+/* Runs fn(fs, h, ...) in a handle of its own. */
+static int with_handle(struct ordfs *fs, int (*fn)(struct ordfs *, struct handle *, void *),
+		       void *arg)
+{
+	struct handle *h;
+	int err = journal_start(fs->journal, handle_credits(fs), &h);
+	if (err)
+		return err;
+	err = fn(fs, h, arg);
+	int serr = journal_stop(h);
+	return err ? err : serr;
+}
+
+struct entry_op {
+	const struct check_entry_fix *e;
+	bool retype;
+};
+
+static int do_entry(struct ordfs *fs, struct handle *h, void *arg)
+{
+	const struct entry_op *op = arg;
+	struct inode *dir;
+	int err = inode_get(fs, op->e->dir, &dir);
+	if (err)
+		return err;
+	size_t len = strlen(op->e->name);
+	pthread_rwlock_wrlock(&dir->lock);
+	if (op->retype)
+		err = dir_replace(fs, h, dir, op->e->name, len, op->e->ino, op->e->dtype);
+	else
+		err = dir_remove(fs, h, dir, op->e->name, len, NULL);
+	pthread_rwlock_unlock(&dir->lock);
+	inode_put_flags(fs, dir, INODE_PUT_NO_EVICT);
+	return err;
+}
+
+struct adopt_op {
+	struct inode *lf;
+	uint32_t ino;
+};
+
+/* Links an unreachable inode into lost+found as "#INO". */
+static int do_adopt(struct ordfs *fs, struct handle *h, void *arg)
+{
+	const struct adopt_op *op = arg;
+	struct inode *inode;
+	int err = inode_get(fs, op->ino, &inode);
+	if (err)
+		return err;
+	char name[16];
+	snprintf(name, sizeof(name), "#%u", op->ino);
+	pthread_rwlock_wrlock(&op->lf->lock);
+	pthread_rwlock_wrlock(&inode->lock);
+	err = dir_add(fs, h, op->lf, name, strlen(name), op->ino, dtype_of_mode(inode->d.mode));
+	if (!err && S_ISDIR(inode->d.mode)) {
+		inode->d.parent = op->lf->ino;
+		op->lf->d.links++;
+		err = inode_write(fs, h, op->lf, INODE_WRITE_DATASYNC);
+	}
+	if (!err) {
+		/* Stage C sets the exact count next round; not 0 meanwhile. */
+		if (inode->d.links == 0)
+			inode->d.links = 1;
+		inode->d.flags &= ~ORDFS_INODE_ORPHAN;
+		err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+	}
+	pthread_rwlock_unlock(&inode->lock);
+	pthread_rwlock_unlock(&op->lf->lock);
+	inode_put_flags(fs, inode, INODE_PUT_NO_EVICT);
+	return err;
+}
+
+static int do_inode_fix(struct ordfs *fs, struct handle *h, void *arg)
+{
+	const struct check_inode_fix *fix = arg;
+	struct inode *inode;
+	int err = inode_get(fs, fix->ino, &inode);
+	if (err)
+		return err;
+	pthread_rwlock_wrlock(&inode->lock);
+	if (fix->fix_links)
+		inode->d.links = fix->links;
+	if (fix->fix_parent)
+		inode->d.parent = fix->parent;
+	if (fix->fix_blocks)
+		inode->d.blocks = fix->blocks;
+	if (fix->fix_size)
+		inode->size = inode->d.size = fix->size;
+	if (fix->drop_xattr) {
+		/* The block stays marked until stage D frees it. */
+		inode->d.blocks -= inode->d.blocks ? 1 : 0;
+		inode->d.xattr_block = 0;
+	}
+	err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+	pthread_rwlock_unlock(&inode->lock);
+	/* A link count fixed to 0 frees the inode at this put (orphan rules). */
+	inode_put(fs, inode);
+	return err;
+}
+
+static int lost_and_found(struct ordfs *fs, struct inode **out)
+{
+	struct inode *root;
+	int err = inode_get(fs, ORDFS_ROOT_INO, &root);
+	if (err)
+		return err;
+	err = ordfs_lookup(fs, root, LOST_AND_FOUND, out);
+	if (err == -ENOENT) {
+		struct ordfs_cred cred = { 0, 0 };
+		err = ordfs_mkdir(fs, root, LOST_AND_FOUND, 0700, &cred, out);
+	} else if (!err && !S_ISDIR((*out)->d.mode)) {
+		inode_put(fs, *out);
+		err = -ENOTDIR;
+	}
+	inode_put(fs, root);
+	return err;
+}
+
+static int stage_mounted(struct blockdev *bd, const struct check_findings *f, uint32_t *fixes)
+{
+	struct ordfs_options opts;
+	ordfs_options_default(&opts);
+	opts.commit_interval_ms = 0;
+	opts.fsck_repair = true;
+	struct ordfs *fs;
+	const char *why;
+	int err = ordfs_mount(bd, &opts, &fs, &why);
+	if (err)
+		return err;
+	/* B: names. */
+	for (uint32_t i = 0; i < f->drop_entries.n && !err; i++, ++*fixes) {
+		struct entry_op op = { &f->drop_entries.v[i], false };
+		err = with_handle(fs, do_entry, &op);
+		if (err == -ENOENT)
+			err = 0; /* gone already (a duplicate finding) */
+	}
+	for (uint32_t i = 0; i < f->retype_entries.n && !err; i++, ++*fixes) {
+		struct entry_op op = { &f->retype_entries.v[i], true };
+		err = with_handle(fs, do_entry, &op);
+	}
+	if (!err && f->unreachable.n) {
+		struct inode *lf;
+		err = lost_and_found(fs, &lf);
+		for (uint32_t i = 0; i < f->unreachable.n && !err; i++, ++*fixes) {
+			struct adopt_op op = { lf, f->unreachable.v[i] };
+			if (op.ino != lf->ino)
+				err = with_handle(fs, do_adopt, &op);
+		}
+		if (lf)
+			inode_put(fs, lf);
+	}
+	/* C: inode fields (only when no names changed: their counts are
+	 * recomputed by the next round's check). */
+	bool names_changed = f->drop_entries.n || f->retype_entries.n || f->unreachable.n;
+	for (uint32_t i = 0; i < f->inode_fixes.n && !err && !names_changed; i++, ++*fixes) {
+		struct check_inode_fix fix = f->inode_fixes.v[i];
+		err = with_handle(fs, do_inode_fix, &fix);
+	}
+	int uerr = ordfs_unmount(fs);
+	return err ? err : uerr;
+}
+
+/* ---- the rounds ------------------------------------------------------------- */
+
+int ordfs_repair(struct blockdev *bd, unsigned flags,
+		 void (*report)(void *ctx, enum check_problem code, const char *msg), void *ctx,
+		 struct repair_result *out)
+{
+	bool preen = flags & REPAIR_PREEN;
+	memset(out, 0, sizeof(*out));
+	int err = 0;
+	for (;;) {
+		struct check_findings f;
+		struct check_result res;
+		memset(&res, 0, sizeof(res));
+		res.report = out->rounds == 0 ? report : NULL;
+		res.ctx = ctx;
+		res.findings = &f;
+		err = ordfs_check(bd, &res);
+		out->rounds++;
+		out->problems = res.problems;
+		if (err || res.problems == 0 || out->rounds > MAX_ROUNDS) {
+			check_findings_free(&f);
+			break;
+		}
+		struct ordfs_super sb;
+		const char *why;
+		err = ordfs_read_super(bd, false, &sb, &why);
+		uint32_t before = out->fixes;
+		if (err)
+			;
+		else if (f.clear_inodes.n || f.empty_inodes.n)
+			err = preen ? 0 : stage_inodes(bd, &sb, &f, &out->fixes);
+		else if (f.bitmaps_wrong || f.summary_wrong || f.clean_with_orphans)
+			err = stage_bitmaps(bd, &f, &out->fixes);
+		else if (f.drop_entries.n || f.retype_entries.n || f.unreachable.n)
+			err = preen ? 0 : stage_mounted(bd, &f, &out->fixes);
+		else if (f.inode_fixes.n)
+			err = stage_mounted(bd, &f, &out->fixes);
+		check_findings_free(&f);
+		if (err || out->fixes == before)
+			break; /* nothing more this code can fix */
+	}
+	return err;
+}
