@@ -2,18 +2,21 @@
 # test_fsck.sh - fsck.ordfs from the command line, on images made by
 # mkfs.ordfs (no mount needed).
 #
-# Usage: test_fsck.sh MKFS FSCK
+# Usage: test_fsck.sh MKFS FSCK CORRUPT
 #
 # Checks: a clean image is summarized without -f and checked with it; a
 # damaged primary superblock is exit 8 with a hint naming the backup;
 # -n -b checks through the backup without changing a byte; -b restores the
 # primary (exit 1) and a second -fn run exits 0; a wrong -b block is
-# refused; -C FD writes progress lines, -C 0 draws a bar; usage errors
-# exit 16 with one line.
+# refused; -C FD writes progress lines, -C 0 draws a bar; damage made by
+# ordfs-corrupt is repaired by -fy (exit 1) and a second -fn exits 0,
+# while -p refuses what would lose names (exit 4); usage errors exit 16
+# with one line.
 set -eu
 
 MKFS=$(readlink -f "${1:?usage: test_fsck.sh MKFS FSCK}")
 FSCK=$(readlink -f "${2:?}")
+CORRUPT=$(readlink -f "${3:?}")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ordfs-fsck.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
@@ -55,6 +58,21 @@ check "-C 3: a line per pass start and end" test "$(grep -c " img$" progress.txt
 check "-C 3: pass 5 ends" grep -q "^5 1 1 img$" progress.txt
 check "-C 0: exit 0" test "$(status_of "$FSCK" -f -C 0 img)" -eq 0
 check "-C 0: draws a bar" grep -q "pass 5/5" err.txt
+
+for kind in bitmap-bits bitmap-free inode-links dir-zero any-metadata; do
+	for seed in 1 2 3; do
+		"$MKFS" -q -F img 64M
+		"$CORRUPT" img "$kind" "$seed" >/dev/null 2>&1 || continue
+		check "$kind $seed: -fy repairs (exit 1)" test "$(status_of "$FSCK" -fy img)" -eq 1
+		check "$kind $seed: a second -fn is clean" test "$(status_of "$FSCK" -fn img)" -eq 0
+	done
+done
+"$MKFS" -q -F img 64M
+"$CORRUPT" img dir-zero 1 >/dev/null
+check "-p on a zeroed directory block: exit 4" test "$(status_of "$FSCK" -fp img)" -eq 4
+check "-p says to run -y" grep -q "run fsck.ordfs -y" out.txt
+check "then -fy: exit 1" test "$(status_of "$FSCK" -fy img)" -eq 1
+check "then -fn: exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
 
 check "unknown flag: exit 16" test "$(status_of "$FSCK" -Z img)" -eq 16
 check "unknown flag: one line" test "$(wc -l <err.txt)" -eq 1
