@@ -13,6 +13,7 @@
 # while -p refuses what would lose names (exit 4); usage errors exit 16
 # with one line.
 set -eu
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 MKFS=$(readlink -f "${1:?usage: test_fsck.sh MKFS FSCK}")
 FSCK=$(readlink -f "${2:?}")
@@ -21,15 +22,6 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/ordfs-fsck.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
-FAILS=0
-CHECKS=0
-pass() { CHECKS=$((CHECKS + 1)); echo "ok    $1"; }
-fail() { CHECKS=$((CHECKS + 1)); FAILS=$((FAILS + 1)); echo "FAIL  $1"; }
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then pass "$what"; else fail "$what"; fi
-}
 status_of() { local rc=0; "$@" >out.txt 2>err.txt || rc=$?; echo "$rc"; }
 digest() { sha256sum "$1" | cut -d' ' -f1; }
 
@@ -79,5 +71,4 @@ check "unknown flag: one line" test "$(wc -l <err.txt)" -eq 1
 check "-b without a number: exit 16" test "$(status_of "$FSCK" -b)" -eq 16
 check "missing image file: exit 8" test "$(status_of "$FSCK" -f nonexistent)" -eq 8
 
-echo "$CHECKS checks, $FAILS failed"
-[ "$FAILS" -eq 0 ]
+summary

@@ -8,20 +8,12 @@
 # and say how to sync; ordfsctl and fsck.ordfs exit 0 on --help and with
 # their documented codes on usage errors (one line on stderr).
 set -eu
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 ORDFS=$(readlink -f "${1:?usage: test_help.sh ORDFS FSCK ORDFSCTL}")
 FSCK=$(readlink -f "${2:?}")
 CTL=$(readlink -f "${3:?}")
 
-FAILS=0
-CHECKS=0
-pass() { CHECKS=$((CHECKS + 1)); echo "ok    $1"; }
-fail() { CHECKS=$((CHECKS + 1)); FAILS=$((FAILS + 1)); echo "FAIL  $1"; }
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then pass "$what"; else fail "$what"; fi
-}
 exits() { # exits CODE COMMAND...: the command's exit status is CODE
 	local want=$1 got=0
 	shift
@@ -49,5 +41,4 @@ check "fsck.ordfs --help exits 0" exits 0 "$FSCK" --help
 check "fsck.ordfs without an image exits 16" exits 16 "$FSCK"
 check "fsck.ordfs with an unknown flag exits 16" exits 16 "$FSCK" -Z image
 
-echo "$CHECKS checks, $FAILS failed"
-[ "$FAILS" -eq 0 ]
+summary

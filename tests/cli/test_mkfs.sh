@@ -8,22 +8,14 @@
 # not overwritten without -F; every malformed option is one line on stderr,
 # a non-zero exit and an untouched image; --help and --version exit 0.
 set -eu
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 MKFS=$(readlink -f "${1:?usage: test_mkfs.sh MKFS_BINARY}")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ordfs-cli.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
-FAILS=0
-CHECKS=0
-pass() { CHECKS=$((CHECKS + 1)); echo "ok    $1"; }
-fail() { CHECKS=$((CHECKS + 1)); FAILS=$((FAILS + 1)); echo "FAIL  $1"; }
 silently() { "$@" >/dev/null; }
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then pass "$what"; else fail "$what"; fi
-}
 
 digest() { sha256sum "$1" | cut -d' ' -f1; }
 size_of() { stat -c %s "$1"; }

@@ -246,13 +246,19 @@ static bool always_detectable(enum corrupt_kind k)
 	       k == CORRUPT_DIR_BITS || k == CORRUPT_BITMAP_FREE || k == CORRUPT_BITMAP_BITS;
 }
 
+/* The populated image a kind of damage is applied to (the journal kinds
+ * need transactions left in the log).  Returns its bytes. */
+static const uint8_t *base_image(struct test_fs *t, enum corrupt_kind kind)
+{
+	tfs_setup(t, IMG, 1024, 256);
+	populate(t, kind == CORRUPT_JOURNAL_BITS || kind == CORRUPT_JOURNAL_CSUM);
+	return blockdev_mem_bytes(t->mem);
+}
+
 static void hostile_kind(enum corrupt_kind kind)
 {
-	bool journal = kind == CORRUPT_JOURNAL_BITS || kind == CORRUPT_JOURNAL_CSUM;
 	struct test_fs t;
-	tfs_setup(&t, IMG, 1024, 256);
-	populate(&t, journal);
-	const uint8_t *base = blockdev_mem_bytes(t.mem);
+	const uint8_t *base = base_image(&t, kind);
 
 	unsigned damaged = 0, detected = 0, refused_rw = 0, refused_ro = 0;
 	for (unsigned seed = 1; seed <= seeds(); seed++) {
@@ -421,11 +427,8 @@ static bool keeps_every_file(enum corrupt_kind k)
 
 static void repair_kind(enum corrupt_kind kind)
 {
-	bool journal = kind == CORRUPT_JOURNAL_BITS || kind == CORRUPT_JOURNAL_CSUM;
 	struct test_fs t;
-	tfs_setup(&t, IMG, 1024, 256);
-	populate(&t, journal);
-	const uint8_t *base = blockdev_mem_bytes(t.mem);
+	const uint8_t *base = base_image(&t, kind);
 
 	/* What a clean mount of the undamaged image shows. */
 	struct manifest *m = calloc(1, sizeof(*m));
