@@ -314,11 +314,13 @@ struct manifest {
 	unsigned n;
 };
 
-static uint64_t hash_file(struct ordfs *fs, struct inode *f, uint64_t *size)
+/* Hash of the first limit bytes (a damaged size may claim terabytes of
+ * holes: reading past what the file had proves nothing). */
+static uint64_t hash_file(struct ordfs *fs, struct inode *f, uint64_t limit, uint64_t *size)
 {
 	uint64_t h = 1469598103934665603ull, total = 0;
 	uint8_t buf[4096];
-	for (uint64_t off = 0;; off += sizeof(buf)) {
+	for (uint64_t off = 0; off < limit; off += sizeof(buf)) {
 		ssize_t n = ordfs_read(fs, f, buf, sizeof(buf), off);
 		if (n <= 0)
 			break;
@@ -348,7 +350,7 @@ static void manifest_dir(struct ordfs *fs, struct inode *dir, const char *prefix
 			struct manifest_file *mf = &m->v[m->n++];
 			snprintf(mf->path, sizeof(mf->path), "%s", path);
 			mf->ino = c->ino;
-			mf->hash = hash_file(fs, c, &mf->size);
+			mf->hash = hash_file(fs, c, UINT64_MAX, &mf->size);
 		} else if (S_ISDIR(c->d.mode) && depth < 2) {
 			manifest_dir(fs, c, path, m, depth + 1);
 		}
@@ -411,7 +413,8 @@ static bool file_survived(struct ordfs *fs, const struct manifest *m,
 	if (!f)
 		return false;
 	uint64_t size;
-	bool same = hash_file(fs, f, &size) == mf->hash && size == mf->size;
+	bool same = hash_file(fs, f, mf->size + 1, &size) == mf->hash && size == mf->size &&
+		    (uint64_t)f->size == mf->size;
 	inode_put(fs, f);
 	return same;
 }
