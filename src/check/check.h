@@ -98,6 +98,8 @@ struct check_result {
 
 /* The name of a pass, for progress output. */
 const char *check_pass_name(unsigned pass);
+/* A short name for each problem code ("link-count", ...). */
+const char *check_problem_name(enum check_problem code);
 
 /* Checks the image on bd (not modified).  Returns 0 when the check ran
  * (result->problems tells whether it found anything) or a negative errno

@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <dirent.h>
 
-#include "check.h"
+#include "check_internal.h"
 #include "../fs.h"
 #include "../inode.h"
 #include "../ops.h"
@@ -147,13 +147,6 @@ static int stage_bitmaps(struct blockdev *bd, const struct check_findings *f, ui
 
 /* ---- stages B and C: through a read-write mount -------------------------------- */
 
-static uint8_t dtype_of_mode(uint16_t mode)
-{
-	return S_ISREG(mode) ? DT_REG : S_ISDIR(mode) ? DT_DIR : S_ISLNK(mode) ? DT_LNK
-	     : S_ISCHR(mode) ? DT_CHR : S_ISBLK(mode) ? DT_BLK : S_ISFIFO(mode) ? DT_FIFO
-	     : S_ISSOCK(mode) ? DT_SOCK : DT_UNKNOWN;
-}
-
 static uint32_t handle_credits(struct ordfs *fs)
 {
 	uint32_t max = journal_max_credits(fs->journal);
@@ -213,7 +206,7 @@ static int do_adopt(struct ordfs *fs, struct handle *h, void *arg)
 	snprintf(name, sizeof(name), "#%u", op->ino);
 	pthread_rwlock_wrlock(&op->lf->lock);
 	pthread_rwlock_wrlock(&inode->lock);
-	err = dir_add(fs, h, op->lf, name, strlen(name), op->ino, dtype_of_mode(inode->d.mode));
+	err = dir_add(fs, h, op->lf, name, strlen(name), op->ino, check_dtype_of_mode(inode->d.mode));
 	if (!err && S_ISDIR(inode->d.mode)) {
 		inode->d.parent = op->lf->ino;
 		op->lf->d.links++;

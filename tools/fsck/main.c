@@ -155,7 +155,7 @@ static void on_cancel(int sig)
 static void print_problem(void *ctx, enum check_problem code, const char *msg)
 {
 	(void)ctx;
-	printf("problem %d: %s\n", (int)code, msg);
+	printf("problem %d (%s): %s\n", (int)code, check_problem_name(code), msg);
 }
 
 struct progress {

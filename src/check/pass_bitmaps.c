@@ -1,0 +1,67 @@
+/*
+ * pass_bitmaps.c - pass 5: the block bitmap against the blocks found (and
+ * bitmap blocks failing their checksum); on a clean image the summary
+ * counts and an empty orphan list.
+ * Findings: the bitmaps and counts to rebuild (with what was found).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <dirent.h>
+
+#include "check_internal.h"
+
+void pass_bitmap(struct checker *c)
+{
+	const struct ordfs_super *sb = &c->fs->sb;
+	uint64_t used = 0, mismatches = 0;
+	for (uint64_t b = 0; b < sb->block_count; b++) {
+		bool meta = b < sb->data_start || b == sb->block_count - 1;
+		bool found = meta || (c->blocks[b / 8] >> (b % 8)) & 1;
+		bool marked = alloc_block_in_use(c->fs->alloc, b);
+		used += found;
+		if (found != marked && mismatches++ < 20)
+			problem(c, CHK_BLOCK_BITMAP, "block %llu is %s but the bitmap says %s",
+				(unsigned long long)b, found ? "in use" : "free",
+				marked ? "in use" : "free");
+		if (found && c->fx && c->fx->blocks_found)
+			c->fx->blocks_found[b / 8] |= (uint8_t)(1u << (b % 8));
+	}
+	if (mismatches && c->fx)
+		c->fx->bitmaps_wrong = true;
+	uint32_t bad = alloc_bad_bitmap_blocks(c->fs->alloc);
+	if (bad) {
+		problem(c, CHK_BLOCK_BITMAP, "%u bitmap blocks fail their checksum", bad);
+		if (c->fx)
+			c->fx->bitmaps_wrong = true;
+	}
+	if (mismatches > 20)
+		problem(c, CHK_BLOCK_BITMAP, "%llu more block bitmap differences",
+			(unsigned long long)(mismatches - 20));
+	c->res->blocks_used = used;
+
+	if (sb->state & ORDFS_STATE_CLEAN) {
+		uint64_t free_blocks = sb->block_count - used;
+		uint32_t free_inodes = sb->inode_count - (uint32_t)c->res->inodes_used - 1;
+		bool wrong = false;
+		if (sb->free_blocks != free_blocks) {
+			problem(c, CHK_SUMMARY, "free blocks count %llu, should be %llu",
+				(unsigned long long)sb->free_blocks, (unsigned long long)free_blocks);
+			wrong = true;
+		}
+		if (sb->free_inodes != free_inodes) {
+			problem(c, CHK_SUMMARY, "free inodes count %u, should be %u",
+				sb->free_inodes, free_inodes);
+			wrong = true;
+		}
+		if (wrong && c->fx)
+			c->fx->summary_wrong = true;
+		if (sb->orphan_head) {
+			problem(c, CHK_ORPHAN, "clean image with a non-empty orphan list");
+			if (c->fx)
+				c->fx->clean_with_orphans = true;
+		}
+	}
+}

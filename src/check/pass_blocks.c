@@ -1,0 +1,137 @@
+/*
+ * pass_blocks.c - pass 2: the blocks of every inode in use: extent trees
+ * walked, every block inside the data area and claimed once, the blocks
+ * count and the size consistent with what is mapped; xattr blocks.
+ * Hands on: the bit map of blocks in use (checker.blocks).
+ * Findings: inodes to truncate (bad tree, blocks out of range, blocks an
+ * earlier inode claimed), block counts and sizes to set, xattr blocks to
+ * drop.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <dirent.h>
+
+#include "check_internal.h"
+
+static bool test_and_set_block(struct checker *c, uint64_t b)
+{
+	uint8_t mask = (uint8_t)(1u << (b % 8));
+	bool was = c->blocks[b / 8] & mask;
+	c->blocks[b / 8] |= mask;
+	return was;
+}
+
+/* Claims [start, start + len) for the current inode. */
+static void claim_blocks(struct checker *c, uint64_t start, uint64_t len)
+{
+	const struct ordfs_super *sb = &c->fs->sb;
+	if (start < sb->data_start || start >= sb->block_count - 1 ||
+	    len > sb->block_count - 1 - start) {
+		problem(c, CHK_BLOCK_RANGE, "inode %u: blocks %llu+%llu outside the data area",
+			c->cur_ino, (unsigned long long)start, (unsigned long long)len);
+		fx_empty_inode(c, c->cur_ino);
+		return;
+	}
+	for (uint64_t b = start; b < start + len; b++) {
+		if (test_and_set_block(c, b)) {
+			problem(c, CHK_BLOCK_DUP, "inode %u: block %llu is claimed twice",
+				c->cur_ino, (unsigned long long)b);
+			fx_empty_inode(c, c->cur_ino); /* the later claimant */
+		} else
+			c->blocks_found++;
+	}
+	c->cur_blocks += len;
+}
+
+
+static int node_cb(void *ctx, uint64_t blockno, unsigned depth, int bad)
+{
+	struct checker *c = ctx;
+	(void)depth;
+	if (bad) {
+		problem(c, CHK_EXTENT_TREE, "inode %u: bad extent tree block %llu", c->cur_ino,
+			(unsigned long long)blockno);
+		fx_empty_inode(c, c->cur_ino);
+		return 0;
+	}
+	claim_blocks(c, blockno, 1);
+	return 0;
+}
+
+static int ext_cb(void *ctx, const struct ordfs_extent *e)
+{
+	struct checker *c = ctx;
+	claim_blocks(c, e->physical, e->len);
+	if (!(e->flags & ORDFS_EXT_UNWRITTEN)) {
+		c->cur_has_blocks = true;
+		c->cur_last_lblk = e->logical + e->len - 1;
+	}
+	return 0;
+}
+
+static void check_inode_blocks(struct checker *c, struct inode *inode)
+{
+	struct extent_walk_ops ops = { node_cb, ext_cb, c };
+	c->cur_ino = inode->ino;
+	c->cur_blocks = 0;
+	c->cur_has_blocks = false;
+	c->cur_last_lblk = 0;
+
+	if (inode->d.xattr_block) {
+		claim_blocks(c, inode->d.xattr_block, 1);
+		if (xattr_verify(c->fs, inode) != 0) {
+			problem(c, CHK_XATTR, "inode %u: bad xattr block %llu", inode->ino,
+				(unsigned long long)inode->d.xattr_block);
+			struct check_inode_fix *fix = fx_inode(c, inode->ino);
+			if (fix)
+				fix->drop_xattr = true;
+		}
+	}
+	int err = 0;
+	if (!(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
+		err = extent_walk(c->fs, inode, &ops);
+	if (err) {
+		problem(c, CHK_EXTENT_TREE, "inode %u: extent tree unreadable (%d)", inode->ino, err);
+		fx_empty_inode(c, inode->ino);
+		return;
+	}
+	if (c->cur_blocks != inode->d.blocks) {
+		problem(c, CHK_BLOCK_COUNT, "inode %u: blocks count %llu, found %llu", inode->ino,
+			(unsigned long long)inode->d.blocks, (unsigned long long)c->cur_blocks);
+		struct check_inode_fix *fix = fx_inode(c, inode->ino);
+		if (fix) {
+			fix->fix_blocks = true;
+			fix->blocks = c->cur_blocks;
+		}
+	}
+	uint64_t bs = c->fs->block_size;
+	/* An inode on the orphan list may be half-way through a truncate that
+	 * the next mount finishes: blocks past its size are expected then. */
+	if (S_ISREG(inode->d.mode) && c->cur_has_blocks &&
+	    !(inode->d.flags & ORDFS_INODE_ORPHAN) &&
+	    c->cur_last_lblk >= (inode->d.size + bs - 1) / bs) {
+		problem(c, CHK_SIZE, "inode %u: data mapped past its size %llu", inode->ino,
+			(unsigned long long)inode->d.size);
+		struct check_inode_fix *fix = fx_inode(c, inode->ino);
+		if (fix) {
+			fix->fix_size = true;
+			fix->size = (c->cur_last_lblk + 1) * bs;
+		}
+	}
+}
+
+void pass_blocks(struct checker *c)
+{
+	for (uint32_t ino = 1; ino <= c->fs->sb.inode_count; ino++) {
+		if (!c->info[ino].in_use)
+			continue;
+		struct inode *inode;
+		if (inode_get(c->fs, ino, &inode) != 0)
+			continue;
+		check_inode_blocks(c, inode);
+		inode_put(c->fs, inode);
+	}
+}

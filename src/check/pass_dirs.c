@@ -1,0 +1,110 @@
+/*
+ * pass_dirs.c - pass 3: directories, from the root: every block verified,
+ * every entry pointing at an inode in use of the right type, each
+ * directory reached once, '..' right.
+ * Hands on: info[].refs and .subdirs (entries found), .reached_from.
+ * Findings: names to remove or retype, directories to truncate (their
+ * children become unreachable), '..' to set.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <dirent.h>
+
+#include "check_internal.h"
+
+struct dir_walk {
+	struct checker *c;
+	uint32_t dir;
+	uint32_t *queue;
+	uint32_t *qlen;
+};
+
+
+static int entry_cb(void *ctx, const char *name, size_t len, uint32_t ino, uint8_t dtype)
+{
+	struct dir_walk *w = ctx;
+	struct checker *c = w->c;
+	int nlen = len > 64 ? 64 : (int)len;
+
+	if (ino == 0 || ino > c->fs->sb.inode_count || !c->info[ino].in_use) {
+		problem(c, CHK_DIR_ENTRY, "dir %u: entry '%.*s' points at free inode %u", w->dir,
+			nlen, name, ino);
+		fx_entry(c, false, w->dir, name, len, ino, 0);
+		return 0;
+	}
+	struct inode_info *ii = &c->info[ino];
+	if (dtype != check_dtype_of_mode(ii->mode)) {
+		problem(c, CHK_DIR_ENTRY, "dir %u: entry '%.*s' has the wrong file type", w->dir,
+			nlen, name);
+		fx_entry(c, true, w->dir, name, len, ino, check_dtype_of_mode(ii->mode));
+	}
+	ii->refs++;
+	if (S_ISDIR(ii->mode)) {
+		c->info[w->dir].subdirs++;
+		if (ii->reached_from) {
+			problem(c, CHK_DIR_LOOP, "directory %u is reachable twice", ino);
+			/* The later name goes; so does the reference it added. */
+			ii->refs--;
+			c->info[w->dir].subdirs--;
+			fx_entry(c, false, w->dir, name, len, ino, 0);
+			return 0;
+		}
+		ii->reached_from = w->dir;
+		w->queue[(*w->qlen)++] = ino;
+	}
+	return 0;
+}
+
+static void dir_problem_cb(void *ctx, uint64_t lblk, const char *what)
+{
+	struct dir_walk *w = ctx;
+	problem(w->c, CHK_DIR_STRUCT, "dir %u block %llu: %s", w->dir, (unsigned long long)lblk,
+		what);
+	fx_empty_inode(w->c, w->dir); /* its entries' inodes go to lost+found */
+}
+
+void pass_directories(struct checker *c)
+{
+	uint32_t n = c->fs->sb.inode_count;
+	uint32_t *queue = malloc(((size_t)n + 1) * sizeof(*queue));
+	uint32_t qlen = 0;
+	if (!queue) {
+		problem(c, CHK_SUPER, "out of memory walking directories");
+		return;
+	}
+	if (!c->info[ORDFS_ROOT_INO].in_use || !S_ISDIR(c->info[ORDFS_ROOT_INO].mode)) {
+		problem(c, CHK_DIR_STRUCT, "root inode is not a directory");
+		fx_unfixable(c);
+		free(queue);
+		return;
+	}
+	c->info[ORDFS_ROOT_INO].reached_from = ORDFS_ROOT_INO;
+	queue[qlen++] = ORDFS_ROOT_INO;
+	for (uint32_t qi = 0; qi < qlen; qi++) {
+		uint32_t ino = queue[qi];
+		struct inode *dir;
+		if (inode_get(c->fs, ino, &dir) != 0)
+			continue;
+		struct dir_walk w = { c, ino, queue, &qlen };
+		struct dir_verify_ops ops = { entry_cb, dir_problem_cb, &w };
+		int err = dir_verify(c->fs, dir, &ops);
+		if (err && err != -EUCLEAN) {
+			problem(c, CHK_DIR_STRUCT, "dir %u unreadable (%d)", ino, err);
+			fx_empty_inode(c, ino);
+		}
+		inode_put(c->fs, dir);
+		if (c->info[ino].parent != c->info[ino].reached_from) {
+			problem(c, CHK_DIR_PARENT, "dir %u: '..' is %u, reached from %u", ino,
+				c->info[ino].parent, c->info[ino].reached_from);
+			struct check_inode_fix *fix = fx_inode(c, ino);
+			if (fix) {
+				fix->fix_parent = true;
+				fix->parent = c->info[ino].reached_from;
+			}
+		}
+	}
+	free(queue);
+}
