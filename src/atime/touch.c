@@ -60,6 +60,12 @@ int atime_touch(struct ordfs *fs, struct inode *inode)
 			inode->atime_dirty = true;
 		} else {
 			err = write_inode_times(fs, inode);
+			if (err) {
+				/* Kept in memory like a lazy one: the next write
+				 * of the inode, sync or unmount takes it along. */
+				inode->atime_dirty = true;
+				inode->atime_dirty_since = now.sec;
+			}
 		}
 	}
 	pthread_rwlock_unlock(&inode->lock);

@@ -144,10 +144,11 @@ static int inflight_add(struct guard *g, uint64_t first, uint64_t n, uint64_t se
 	return 0;
 }
 
-static void inflight_remove(struct guard *g, uint64_t first, uint64_t n)
+/* By sequence number: two writes of the same range are two entries. */
+static void inflight_remove(struct guard *g, uint64_t seq)
 {
 	for (uint32_t i = 0; i < g->ninflight; i++)
-		if (g->inflight[i].first == first && g->inflight[i].n == n) {
+		if (g->inflight[i].seq == seq) {
 			g->inflight[i] = g->inflight[--g->ninflight];
 			return;
 		}
@@ -287,10 +288,12 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 	uint64_t limit = g->cfg.retain_limit;
 
 	if (!g->cfg.retain) {
+		/* Counted once complete, so a flush that began before it
+		 * completed never lets the next flush be skipped. */
+		int err = blockdev_write(g->inner, buf, len, off);
 		pthread_mutex_lock(&g->lock);
 		g->write_seq++;
 		pthread_mutex_unlock(&g->lock);
-		int err = blockdev_write(g->inner, buf, len, off);
 		if (err) {
 			pthread_mutex_lock(&g->lock);
 			g->stats.write_errors++;
@@ -330,7 +333,7 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 	err = blockdev_write(g->inner, buf, len, off);
 
 	pthread_mutex_lock(&g->lock);
-	inflight_remove(g, first, n);
+	inflight_remove(g, seq);
 	if (err) {
 		g->stats.write_errors++;
 		forget_range(g, first, n, seq);
@@ -344,58 +347,32 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 	return err;
 }
 
-/* Writes every stale copy again.  flush_lock held, g->lock not. */
+/* Writes every stale copy again.  flush_lock held, g->lock not.
+ *
+ * Everything happens under g->lock, the device write included: a copy is
+ * written only while it is the newest recorded for its block and no
+ * newer write of the block is in flight (that write brings its own, newer
+ * copy).  Writing a snapshot taken earlier could put old bytes over a
+ * newer write that completed meanwhile.  This path runs only after a
+ * failed flush, so holding the lock over its I/O costs nothing in the
+ * common case. */
 static int reissue_stale(struct guard *g)
 {
 	uint32_t bs = g->cfg.block_size;
-	pthread_mutex_lock(&g->lock);
-	uint64_t n = 0;
-	for (uint64_t i = 0; i < g->buckets; i++)
-		for (struct retained *e = g->table[i]; e; e = e->next)
-			n += e->stale;
-	if (n == 0) {
-		pthread_mutex_unlock(&g->lock);
-		return 0;
-	}
-	uint64_t *blocks = malloc(n * sizeof(*blocks));
-	uint8_t *data = malloc(n * bs);
-	if (!blocks || !data) {
-		pthread_mutex_unlock(&g->lock);
-		free(blocks);
-		free(data);
-		return -ENOMEM;
-	}
-	uint64_t k = 0;
-	for (uint64_t i = 0; i < g->buckets; i++)
-		for (struct retained *e = g->table[i]; e; e = e->next)
-			if (e->stale) {
-				blocks[k] = e->blockno;
-				memcpy(data + k * bs, e->data, bs);
-				k++;
-			}
-	pthread_mutex_unlock(&g->lock);
-
-	/* A newer write of one of these blocks may be under way; writing the
-	 * older copy after it would undo it.  So each block is written under
-	 * the lock, only if its entry is still stale and no write of it is
-	 * in flight (that write brings newer bytes and its own copy). */
 	int err = 0;
-	for (uint64_t i = 0; i < k && !err; i++) {
-		pthread_mutex_lock(&g->lock);
-		struct retained *e = *slot_of(g, blocks[i]);
-		while (e && e->blockno != blocks[i])
-			e = e->next;
-		if (e && e->stale && !inflight_covers(g, blocks[i])) {
-			err = blockdev_write(g->inner, data + i * bs, bs, blocks[i] * bs);
+	pthread_mutex_lock(&g->lock);
+	for (uint64_t i = 0; i < g->buckets && !err; i++) {
+		for (struct retained *e = g->table[i]; e && !err; e = e->next) {
+			if (!e->stale || inflight_covers(g, e->blockno))
+				continue;
+			err = blockdev_write(g->inner, e->data, bs, e->blockno * bs);
 			if (!err) {
 				e->stale = false;
 				g->stats.reissued_blocks++;
 			}
 		}
-		pthread_mutex_unlock(&g->lock);
 	}
-	free(blocks);
-	free(data);
+	pthread_mutex_unlock(&g->lock);
 	return err;
 }
 

@@ -7,9 +7,10 @@
  *  - fsync writes back the file's own pages (never another file's), then
  *    waits for the commit of the last transaction that changed the inode;
  *    fdatasync waits only for the last one that changed more than its
- *    timestamps.  With nothing to commit it still flushes the image, so
- *    in-place overwrites reach stable storage (the flush guard skips a
- *    flush when nothing was written since the last good one).
+ *    timestamps.  Then it flushes the image, so in-place overwrites reach
+ *    stable storage even when the commit's flushes were issued before
+ *    they were written (the flush guard skips a flush when nothing was
+ *    written since the last good one).
  *  - A write-back or commit failure is recorded in the inode's errseq
  *    before fsync returns it, so every other open file description of the
  *    file sees it once, and a file opened later sees an error nobody has
@@ -55,8 +56,12 @@ int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync)
 		journal_get_stats(fs->journal, &st);
 		if (tid > st.committed_tid)
 			err = journal_commit_wait(fs->journal, tid);
-		else if (fs->opts.barrier)
-			err = blockdev_flush(fs->bd); /* in-place overwrites */
+		/* Then a flush for data written in place: the commit's own
+		 * flushes may have been issued before that data was written
+		 * (it was already committing).  The flush guard skips it when
+		 * nothing was written since the last good flush. */
+		if (!err && fs->opts.barrier)
+			err = blockdev_flush(fs->bd);
 	}
 	if (err == -EROFS)
 		err = -EIO; /* aborted with changes not yet durable */
@@ -73,16 +78,12 @@ int ordfs_sync(struct ordfs *fs)
 	int aerr = atime_write_lazy(fs, true);
 	if (!err)
 		err = aerr;
-	struct journal_stats st;
-	journal_get_stats(fs->journal, &st);
-	uint64_t committed = st.committed_tid;
 	int cerr = journal_force_commit(fs->journal);
 	if (!err)
 		err = cerr;
-	journal_get_stats(fs->journal, &st);
-	/* Nothing was committed: data overwritten in place still needs a
-	 * flush. */
-	if (!err && st.committed_tid == committed && fs->opts.barrier)
+	/* As in fsync: data written in place may postdate the commit's
+	 * flushes; the guard skips this one when nothing is new. */
+	if (!err && fs->opts.barrier)
 		err = blockdev_flush(fs->bd);
 	return err;
 }

@@ -67,7 +67,8 @@ int journal_barrier(struct journal *j)
 	return err;
 }
 
-int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence)
+/* sb_write_lock held. */
+static int write_super_locked(struct journal *j, uint32_t start, uint64_t sequence)
 {
 	pthread_mutex_lock(&j->state_lock);
 	struct ordfs_journal_super js = {
@@ -90,6 +91,26 @@ int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence)
 	free(blk);
 	if (!err)
 		err = journal_barrier(j);
+	return err;
+}
+
+int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence)
+{
+	pthread_mutex_lock(&j->sb_write_lock);
+	int err = write_super_locked(j, start, sequence);
+	pthread_mutex_unlock(&j->sb_write_lock);
+	return err;
+}
+
+int journal_rewrite_super(struct journal *j)
+{
+	pthread_mutex_lock(&j->sb_write_lock);
+	pthread_mutex_lock(&j->state_lock);
+	uint32_t start = j->sb_start;
+	uint64_t seq = j->sb_seq;
+	pthread_mutex_unlock(&j->state_lock);
+	int err = write_super_locked(j, start, seq);
+	pthread_mutex_unlock(&j->sb_write_lock);
 	return err;
 }
 
@@ -187,17 +208,19 @@ static int build_log_image(struct journal *j, struct transaction *tx, struct log
 	return 0;
 }
 
-static void build_commit_block(struct journal *j, uint64_t tid, const struct log_image *li,
-			       uint8_t *blk)
+/* The commit time is taken at the first attempt and kept, so a retried
+ * commit writes the same bytes as the failed one. */
+static void build_commit_block(struct journal *j, struct transaction *tx,
+			       const struct log_image *li, uint8_t *blk)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
+	if (tx->commit_time.tv_sec == 0 && tx->commit_time.tv_nsec == 0)
+		clock_gettime(CLOCK_REALTIME, &tx->commit_time);
 	memset(blk, 0, j->block_size);
-	ordfs_jblock_hdr_init(blk, ORDFS_JB_COMMIT, tid);
+	ordfs_jblock_hdr_init(blk, ORDFS_JB_COMMIT, tx->tid);
 	le_put32(blk + 16, li->nblocks);
 	le_put32(blk + 20, li->crc);
-	le_put64(blk + 24, (uint64_t)now.tv_sec);
-	le_put32(blk + 32, (uint32_t)now.tv_nsec);
+	le_put64(blk + 24, (uint64_t)tx->commit_time.tv_sec);
+	le_put32(blk + 32, (uint32_t)tx->commit_time.tv_nsec);
 	ordfs_jblock_csum_set(blk, j->block_size, j->csum_seed);
 }
 
@@ -302,7 +325,7 @@ static int commit_write(struct journal *j, struct transaction *tx)
 		err = -ENOMEM;
 		goto out;
 	}
-	build_commit_block(j, tx->tid, &li, commit_blk);
+	build_commit_block(j, tx, &li, commit_blk);
 	err = write_log(j, journal_log_advance(j, head, li.nblocks), commit_blk, 1);
 	if (!err)
 		err = journal_barrier(j); /* F2 [J3] */

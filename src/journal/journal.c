@@ -68,6 +68,16 @@ bool transaction_empty(const struct transaction *tx)
 	return tx->bufs.n == 0 && tx->revokes.n == 0 && tx->freed.n == 0;
 }
 
+/* While the abort callback runs (on another thread), whoever would see
+ * the abort waits for it to finish, so what the policy does (record the
+ * error, stop the daemon) is in place before anyone acts on the abort.
+ * The callback's own thread does not wait for itself.  state_lock held. */
+void wait_abort_notified(struct journal *j)
+{
+	while (j->abort_notifying && !pthread_equal(j->abort_notifier, pthread_self()))
+		pthread_cond_wait(&j->done_cond, &j->state_lock);
+}
+
 /* Drops the journal's reference on b once nothing in the journal needs it. */
 void journal_buf_release(struct journal *j, struct buf *b)
 {
@@ -108,6 +118,7 @@ static void journal_free(struct journal *j)
 	pthread_cond_destroy(&j->commit_cond);
 	pthread_cond_destroy(&j->done_cond);
 	pthread_mutex_destroy(&j->state_lock);
+	pthread_mutex_destroy(&j->sb_write_lock);
 	free(j);
 }
 
@@ -141,6 +152,13 @@ int journal_open(struct blockdev *bd, struct bcache *cache, const struct ordfs_s
 	uint32_t capacity = js.total_blocks - js.first;
 	j->max_tx_blocks = capacity - capacity / 16 - 4;
 	pthread_mutex_init(&j->state_lock, NULL);
+	/* Recursive: a failed superblock write can abort the journal, whose
+	 * policy (remount-ro) writes the superblock again on this thread. */
+	pthread_mutexattr_t recursive;
+	pthread_mutexattr_init(&recursive);
+	pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&j->sb_write_lock, &recursive);
+	pthread_mutexattr_destroy(&recursive);
 	pthread_cond_init(&j->handle_cond, NULL);
 	pthread_cond_init(&j->commit_cond, NULL);
 	pthread_cond_init(&j->done_cond, NULL);
@@ -232,15 +250,18 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 
 	pthread_mutex_lock(&j->state_lock);
 	uint64_t failures = j->stats.failed_commits;
+	bool waited_for_room = false;
 	for (;;) {
+		wait_abort_notified(j);
 		if (j->aborted) {
 			pthread_mutex_unlock(&j->state_lock);
 			free(h);
 			return -EROFS;
 		}
-		if (j->stats.failed_commits != failures) {
+		if (waited_for_room && j->stats.failed_commits != failures) {
 			/* We waited for room and the commit that would make it
-			 * failed: do not hang on a failing device. */
+			 * failed: do not hang on a failing device.  (A wait for
+			 * the running transaction to unlock is not this.) */
 			pthread_mutex_unlock(&j->state_lock);
 			free(h);
 			return -EIO;
@@ -252,6 +273,9 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 		}
 		if (tx_projected_blocks(j, tx) + credits > j->max_tx_blocks) {
 			/* Full: have it committed and join the next one. */
+			if (!waited_for_room)
+				failures = j->stats.failed_commits;
+			waited_for_room = true;
 			if (j->commit_request < tx->tid)
 				j->commit_request = tx->tid;
 			pthread_cond_broadcast(&j->commit_cond);
@@ -457,11 +481,14 @@ void journal_abort(struct journal *j, int err)
 		 * a caller that got EIO finds its consequences in place. */
 		if (j->cfg.aborted) {
 			j->abort_notifying = true;
+			j->abort_notifier = pthread_self();
 			pthread_mutex_unlock(&j->state_lock);
 			j->cfg.aborted(j->cfg.aborted_ctx, j->aborted);
 			pthread_mutex_lock(&j->state_lock);
 			j->abort_notifying = false;
 		}
+	} else {
+		wait_abort_notified(j); /* a second caller returns after the policy ran */
 	}
 	pthread_cond_broadcast(&j->handle_cond);
 	pthread_cond_broadcast(&j->commit_cond);
@@ -471,16 +498,13 @@ void journal_abort(struct journal *j, int err)
 
 int journal_record_error(struct journal *j)
 {
-	pthread_mutex_lock(&j->state_lock);
-	uint32_t start = j->sb_start;
-	uint64_t seq = j->sb_seq;
-	pthread_mutex_unlock(&j->state_lock);
-	return journal_write_super(j, start, seq);
+	return journal_rewrite_super(j);
 }
 
 int journal_aborted(struct journal *j)
 {
 	pthread_mutex_lock(&j->state_lock);
+	wait_abort_notified(j);
 	int err = j->aborted;
 	pthread_mutex_unlock(&j->state_lock);
 	return err;

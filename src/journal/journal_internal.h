@@ -9,6 +9,7 @@
 #define ORDFS_JOURNAL_INTERNAL_H
 
 #include <pthread.h>
+#include <time.h>
 
 #include "journal.h"
 #include "../cache/bcache.h"
@@ -38,6 +39,7 @@ struct transaction {
 	VEC(struct freed_extent) freed; /* (S) released after commit [J5] */
 	/* (C) filled when the commit starts: the copies to log */
 	uint8_t **copies;
+	struct timespec commit_time; /* (C) in the commit block, every attempt */
 };
 
 struct handle {
@@ -78,6 +80,8 @@ struct journal {
 	uint64_t checkpoint_done;      /* (S) full checkpoints completed */
 	int aborted;                   /* (S) 0 or the negative errno */
 	bool abort_notifying;          /* (S) cfg.aborted is running */
+	pthread_t abort_notifier;      /* (S) on this thread */
+	pthread_mutex_t sb_write_lock; /* one journal superblock write at a time */
 	bool stopping;                 /* (S) */
 	struct journal_stats stats;    /* (S) */
 
@@ -110,6 +114,10 @@ uint32_t journal_log_used(const struct journal *j);
 uint32_t journal_log_capacity(const struct journal *j);
 uint32_t journal_log_advance(const struct journal *j, uint32_t pos, uint32_t n);
 int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence);
+/* Writes the journal superblock again with what it last said (and the
+ * current errno), under the same lock, so it never goes backwards. */
+int journal_rewrite_super(struct journal *j);
+void wait_abort_notified(struct journal *j);
 int journal_barrier(struct journal *j);
 
 /* checkpoint.c */

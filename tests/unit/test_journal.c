@@ -459,6 +459,77 @@ START_TEST(test_min_journal_wraps_checkpoints_and_revokes)
 }
 END_TEST
 
+/* ---- a failed commit under retry_failed_commits (flush_error=report) ---- */
+
+static void fix_open_retry(struct jfix *f)
+{
+	struct journal_config cfg = {
+		.data_mode = JOURNAL_DATA_ORDERED,
+		.barrier = true,
+		.retry_failed_commits = true,
+		.release_freed = on_release,
+		.release_ctx = f,
+	};
+	ck_assert_int_eq(bcache_create(f->rec, BS, NBLOCKS, 64, &f->cache), 0);
+	ck_assert_int_eq(journal_open(f->rec, f->cache, &f->sb, &cfg, &f->j), 0);
+}
+
+struct starter {
+	struct jfix *f;
+	int rc;
+};
+
+static void *start_one(void *arg)
+{
+	struct starter *s = arg;
+	struct handle *h;
+	s->rc = journal_start(s->f->j, 1, &h);
+	if (s->rc == 0)
+		journal_stop(h);
+	return NULL;
+}
+
+static void *force_commit(void *arg)
+{
+	struct starter *s = arg;
+	s->rc = journal_force_commit(s->f->j);
+	return NULL;
+}
+
+/* A handle that only waited for the running transaction to be unlocked
+ * (the log had room) must not get -EIO when that commit fails. */
+START_TEST(test_start_after_failed_commit_without_waiting_for_room)
+{
+	struct jfix f;
+	memset(&f, 0, sizeof(f));
+	fix_make_sb(&f.sb, 256);
+	ck_assert_int_eq(blockdev_mem_create((uint64_t)NBLOCKS * BS, &f.mem), 0);
+	ck_assert_int_eq(blockdev_record_create(f.mem, false, &f.rec), 0);
+	fix_write_empty_journal(f.mem, &f.sb);
+	fix_open_retry(&f);
+
+	struct handle *h1;
+	ck_assert_int_eq(journal_start(f.j, 2, &h1), 0);
+	modify(&f, h1, HOME, 0x44);
+	struct starter c = { &f, 1 }, s2 = { &f, 1 };
+	pthread_t tc, t2;
+	pthread_create(&tc, NULL, force_commit, &c);
+	usleep(50000); /* the commit has locked T and waits for h1 */
+	pthread_create(&t2, NULL, start_one, &s2);
+	usleep(50000); /* s2 waits for T to unlock */
+	blockdev_record_fail_write(f.rec, 1, -EIO);
+	ck_assert_int_eq(journal_stop(h1), 0);
+	pthread_join(t2, NULL);
+	pthread_join(tc, NULL);
+	ck_assert_int_eq(c.rc, -EIO);
+	ck_assert_msg(s2.rc == 0, "journal_start returned %d though the log had room", s2.rc);
+	blockdev_record_heal(f.rec);
+	ck_assert_int_eq(journal_force_commit(f.j), 0); /* the retry commits */
+	fix_close(&f);
+	fix_free(&f);
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -469,6 +540,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_escaped_block_round_trip);
 	tcase_add_test(tc, test_revoke_protects_reused_block);
 	tcase_add_test(tc, test_failed_commit_aborts);
+	tcase_add_loop_test(tc, test_start_after_failed_commit_without_waiting_for_room, 0, 5);
 	tcase_add_test(tc, test_latched_flush_does_not_block_handles);
 	tcase_add_test(tc, test_group_commit_shares_one_commit);
 	tcase_add_test(tc, test_min_journal_wraps_checkpoints_and_revokes);
