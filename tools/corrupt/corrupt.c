@@ -18,13 +18,15 @@
 #include "format.h"
 #include "fs.h"
 #include "inode.h"
+#include "ops.h"
 #include "blockdev/blockdev.h"
 #include "extent/extent.h"
 
 static const char *const kind_names[CORRUPT_KINDS] = {
 	"super-csum",   "inode-bits",    "inode-csum",   "inode-links",  "dir-zero",
 	"dir-bits",     "dir-csum",      "extent-csum",  "bitmap-free",  "bitmap-bits",
-	"journal-bits", "journal-csum",  "any-metadata",
+	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
+	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -76,6 +78,9 @@ static int push(struct targets *t, uint64_t x)
 
 struct found {
 	struct targets inodes, dir_blocks, extent_blocks, data_blocks;
+	struct targets files;   /* regular files whose root holds extents */
+	struct targets dirs;    /* directories other than the root */
+	struct targets xattrs;  /* xattr blocks */
 	bool in_dir, in_file;
 };
 
@@ -119,6 +124,13 @@ static int find_targets(struct blockdev *bd, struct found *f)
 		err = push(&f->inodes, ino);
 		f->in_dir = S_ISDIR(inode->d.mode);
 		f->in_file = S_ISREG(inode->d.mode);
+		if (!err && f->in_file && le_get16(inode->d.data + 6) == 0 &&
+		    le_get16(inode->d.data + 2) > 0)
+			err = push(&f->files, ino);
+		if (!err && f->in_dir && ino != ORDFS_ROOT_INO)
+			err = push(&f->dirs, ino);
+		if (!err && inode->d.xattr_block)
+			err = push(&f->xattrs, inode->d.xattr_block);
 		struct extent_walk_ops ops = { node_cb, ext_cb, f };
 		if (!err && !(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
 			err = extent_walk(fs, inode, &ops);
@@ -134,6 +146,9 @@ static void found_free(struct found *f)
 	free(f->dir_blocks.v);
 	free(f->extent_blocks.v);
 	free(f->data_blocks.v);
+	free(f->files.v);
+	free(f->dirs.v);
+	free(f->xattrs.v);
 }
 
 /* ---- the damage --------------------------------------------------------- */
@@ -257,6 +272,87 @@ static int damage_inode(struct job *j, const struct targets *inodes, enum corrup
 		err = blockdev_flush(j->bd);
 	free(b);
 	return err;
+}
+
+/* A field of an inode set through decode/encode (valid checksum). */
+static int damage_inode_field(struct job *j, const struct targets *inodes,
+			      const struct found *f, enum corrupt_kind kind)
+{
+	if (inodes->n == 0)
+		return -ENOENT;
+	uint32_t ino = (uint32_t)inodes->v[below(&j->rng, inodes->n)];
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(&j->sb, ino, &blk, &off);
+	uint8_t *b = malloc(j->bs);
+	if (!b)
+		return -ENOMEM;
+	struct ordfs_inode d;
+	int err = blockdev_read(j->bd, b, j->bs, blk * j->bs);
+	if (!err)
+		err = ordfs_inode_decode(b + off, ino, j->sb.csum_seed, &d);
+	if (!err) {
+		uint8_t *rec = d.data + ORDFS_EXTENT_NODE_HDR; /* first root record */
+		switch (kind) {
+		case CORRUPT_FILE_SIZE:
+			d.size = d.size > j->bs ? d.size / 2 / j->bs * j->bs : 0;
+			break;
+		case CORRUPT_BLOCK_COUNT:
+			d.blocks += 1 + below(&j->rng, 100);
+			break;
+		case CORRUPT_EXTENT_RANGE:
+			le_put64(rec + 8, j->sb.block_count + 10 + below(&j->rng, 1000));
+			break;
+		case CORRUPT_EXTENT_DUP: {
+			/* Onto a block of another file: the first data block found
+			 * that this inode does not map. */
+			uint64_t mine = le_get64(rec + 8), len = le_get32(rec + 16);
+			uint64_t other = 0;
+			for (size_t i = 0; i < f->data_blocks.n && !other; i++) {
+				uint64_t b2 = f->data_blocks.v[i];
+				if (b2 < mine || b2 >= mine + len)
+					other = b2;
+			}
+			if (!other)
+				err = -ENOENT;
+			le_put64(rec + 8, other);
+			le_put32(rec + 16, 1);
+			break;
+		}
+		default: /* CORRUPT_DIR_PARENT */
+			d.parent = d.parent == ORDFS_ROOT_INO ? ino : ORDFS_ROOT_INO;
+			break;
+		}
+	}
+	if (!err) {
+		ordfs_inode_encode(&d, ino, j->sb.csum_seed, b + off);
+		snprintf(j->what, j->what_len, "%s: inode %u", corrupt_kind_name(kind), ino);
+		err = blockdev_write(j->bd, b, j->bs, blk * j->bs);
+	}
+	if (!err)
+		err = blockdev_flush(j->bd);
+	free(b);
+	return err;
+}
+
+/* A clean image whose orphan list names an inode. */
+static int damage_orphan_head(struct job *j, const struct targets *inodes)
+{
+	if (inodes->n == 0)
+		return -ENOENT;
+	uint8_t raw[ORDFS_SB_SIZE];
+	struct ordfs_super sb;
+	const char *why;
+	int err = blockdev_read(j->bd, raw, sizeof(raw), 0);
+	if (!err)
+		err = ordfs_super_decode(raw, &sb, &why);
+	if (err)
+		return err;
+	sb.orphan_head = (uint32_t)inodes->v[below(&j->rng, inodes->n)];
+	ordfs_super_encode(&sb, raw);
+	snprintf(j->what, j->what_len, "orphan-head: inode %u", sb.orphan_head);
+	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
+	return err ? err : blockdev_flush(j->bd);
 }
 
 /* One superblock field set to a random value, checksum recomputed. */
@@ -430,6 +526,21 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 	case CORRUPT_BITMAP_FREE:
 		err = damage_bitmap_free(&j, &f.data_blocks);
 		break;
+	case CORRUPT_FILE_SIZE:
+	case CORRUPT_BLOCK_COUNT:
+	case CORRUPT_EXTENT_RANGE:
+	case CORRUPT_EXTENT_DUP:
+		err = damage_inode_field(&j, &f.files, &f, kind);
+		break;
+	case CORRUPT_DIR_PARENT:
+		err = damage_inode_field(&j, &f.dirs, &f, kind);
+		break;
+	case CORRUPT_ORPHAN_HEAD:
+		err = damage_orphan_head(&j, &f.files);
+		break;
+	case CORRUPT_XATTR_BITS:
+		err = pick_block(&j, &f.xattrs, "xattr-bits", change_bits);
+		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);
 		if (!err)
@@ -439,4 +550,64 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 	free(t.v);
 	found_free(&f);
 	return err;
+}
+
+/* ---- a small tree for the tools' tests ------------------------------------ */
+
+int corrupt_populate(struct blockdev *bd)
+{
+	struct ordfs_options opts;
+	ordfs_options_default(&opts);
+	opts.commit_interval_ms = 0;
+	struct ordfs *fs;
+	const char *why;
+	int err = ordfs_mount(bd, &opts, &fs, &why);
+	if (err)
+		return err;
+	static const struct ordfs_cred cred = { 0, 0 };
+	struct inode *root = NULL, *d = NULL, *f = NULL;
+	uint32_t bs = fs->block_size;
+	uint8_t *buf = calloc(1, bs);
+	err = buf ? inode_get(fs, ORDFS_ROOT_INO, &root) : -ENOMEM;
+	if (!err)
+		err = ordfs_mkdir(fs, root, "d", 0755, &cred, &d);
+	for (int i = 0; i < 30 && !err; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "f%02d", i);
+		err = ordfs_create(fs, d, name, 0644, &cred, &f);
+		for (uint32_t k = 0; k < 3 && !err; k++) {
+			memset(buf, 'a' + i % 26, bs);
+			ssize_t n = ordfs_write(fs, f, buf, bs, (uint64_t)k * bs);
+			err = n == (ssize_t)bs ? 0 : n < 0 ? (int)n : -EIO;
+		}
+		if (!err && i == 0)
+			err = ordfs_setxattr(fs, f, "user.note", "damage me", 9, 0);
+		if (!err && i == 1)
+			err = ordfs_link(fs, f, root, "hard");
+		if (f)
+			inode_put(fs, f);
+		f = NULL;
+	}
+	/* Every other block: more extents than the inode root holds. */
+	if (!err)
+		err = ordfs_create(fs, root, "frag", 0644, &cred, &f);
+	for (int k = 0; k < 12 && !err; k++) {
+		memset(buf, 'z', bs);
+		ssize_t n = ordfs_write(fs, f, buf, bs, (uint64_t)k * 2 * bs);
+		err = n == (ssize_t)bs ? 0 : n < 0 ? (int)n : -EIO;
+		if (!err)
+			err = ordfs_fsync(fs, f, false);
+	}
+	if (f)
+		inode_put(fs, f);
+	f = NULL;
+	if (!err && ordfs_symlink(fs, root, "link", "d/f00", &cred, &f) == 0)
+		inode_put(fs, f);
+	if (d)
+		inode_put(fs, d);
+	if (root)
+		inode_put(fs, root);
+	free(buf);
+	int uerr = ordfs_unmount(fs);
+	return err ? err : uerr;
 }

@@ -35,6 +35,13 @@ enum corrupt_kind {
 	CORRUPT_JOURNAL_BITS,    /* bits of a journal block in use (commit, tags) */
 	CORRUPT_JOURNAL_CSUM,    /* a journal block in use, checksum recomputed */
 	CORRUPT_ANY_METADATA,    /* bits of any metadata block */
+	CORRUPT_FILE_SIZE,       /* a file's size below its data (valid checksum) */
+	CORRUPT_BLOCK_COUNT,     /* an inode's blocks count (valid checksum) */
+	CORRUPT_EXTENT_RANGE,    /* a file's extent past the end of the image */
+	CORRUPT_EXTENT_DUP,      /* a file's extent onto another file's blocks */
+	CORRUPT_DIR_PARENT,      /* a directory's '..' (valid checksum) */
+	CORRUPT_ORPHAN_HEAD,     /* a clean image's orphan list not empty */
+	CORRUPT_XATTR_BITS,      /* bits of an xattr block */
 	CORRUPT_KINDS
 };
 
@@ -42,6 +49,11 @@ enum corrupt_kind {
 const char *corrupt_kind_name(enum corrupt_kind kind);
 /* The kind named, or -1. */
 int corrupt_kind_parse(const char *name);
+
+/* Fills an image (no mount: the library, on the file) with a small tree
+ * every kind finds targets in: directories, files with data and one with
+ * an extent tree, a hard link, symlinks, an xattr.  0 or a negative errno. */
+int corrupt_populate(struct blockdev *bd);
 
 /* Damages the image on bd.  0, -ENOENT (no target of that kind), or a
  * negative errno.  *what (if not NULL) gets a one-line description. */

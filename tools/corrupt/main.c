@@ -1,6 +1,7 @@
 /*
  * main.c - ordfs-corrupt IMAGE KIND SEED: damage one structure of an
- * unmounted image for tests (see corrupt.h).  Not installed.
+ * unmounted image for tests (see corrupt.h); `ordfs-corrupt populate
+ * IMAGE` fills a fresh image with a small tree to damage.  Not installed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,8 +13,20 @@
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "populate") == 0) {
+		struct blockdev *bd;
+		int err = blockdev_file_open(argv[2], 0, &bd);
+		if (!err) {
+			err = corrupt_populate(bd);
+			blockdev_destroy(bd);
+		}
+		if (err)
+			fprintf(stderr, "ordfs-corrupt: %s: %s\n", argv[2], strerror(-err));
+		return err ? 1 : 0;
+	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: ordfs-corrupt IMAGE KIND SEED\nkinds:");
+		fprintf(stderr, "usage: ordfs-corrupt IMAGE KIND SEED | ordfs-corrupt populate IMAGE\n"
+				"kinds:");
 		for (int k = 0; k < CORRUPT_KINDS; k++)
 			fprintf(stderr, " %s", corrupt_kind_name((enum corrupt_kind)k));
 		fprintf(stderr, "\n");
