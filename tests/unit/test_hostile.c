@@ -243,7 +243,10 @@ static uint32_t check_after_replay(struct blockdev *bd)
 static bool always_detectable(enum corrupt_kind k)
 {
 	return k == CORRUPT_INODE_BITS || k == CORRUPT_INODE_LINKS || k == CORRUPT_DIR_ZERO ||
-	       k == CORRUPT_DIR_BITS || k == CORRUPT_BITMAP_FREE || k == CORRUPT_BITMAP_BITS;
+	       k == CORRUPT_DIR_BITS || k == CORRUPT_BITMAP_FREE || k == CORRUPT_BITMAP_BITS ||
+	       k == CORRUPT_FILE_SIZE || k == CORRUPT_BLOCK_COUNT || k == CORRUPT_EXTENT_RANGE ||
+	       k == CORRUPT_EXTENT_DUP || k == CORRUPT_DIR_PARENT || k == CORRUPT_ORPHAN_HEAD ||
+	       k == CORRUPT_XATTR_BITS;
 }
 
 /* The populated image a kind of damage is applied to (the journal kinds
@@ -425,7 +428,9 @@ static bool file_survived(struct ordfs *fs, const struct manifest *m,
 static bool keeps_every_file(enum corrupt_kind k)
 {
 	return k == CORRUPT_BITMAP_FREE || k == CORRUPT_BITMAP_BITS || k == CORRUPT_INODE_LINKS ||
-	       k == CORRUPT_DIR_ZERO || k == CORRUPT_DIR_BITS || k == CORRUPT_DIR_CSUM;
+	       k == CORRUPT_DIR_ZERO || k == CORRUPT_DIR_BITS || k == CORRUPT_DIR_CSUM ||
+	       k == CORRUPT_BLOCK_COUNT || k == CORRUPT_DIR_PARENT || k == CORRUPT_ORPHAN_HEAD ||
+	       k == CORRUPT_XATTR_BITS;
 }
 
 static void repair_kind(enum corrupt_kind kind)
