@@ -333,6 +333,10 @@ START_TEST(test_fsync_overwrite_during_commit)
 	ck_assert_msg(buf[0] == 'B', "fsync returned 0 but after a power cut the file holds '%c'", buf[0]);
 	inode_put(fs, f); inode_put(fs, root);
 	ordfs_unmount(fs);
+	blockdev_destroy(cut);
+	blockdev_destroy(d.mem);
+	free(d.durable);
+	free(d.snap);
 }
 END_TEST
 
