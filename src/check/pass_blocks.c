@@ -24,6 +24,11 @@ static bool test_and_set_block(struct checker *c, uint64_t b)
 	return was;
 }
 
+static bool block_claimed(const struct checker *c, uint64_t b)
+{
+	return (c->blocks[b / 8] >> (b % 8)) & 1;
+}
+
 /* Claims [start, start + len) for the current inode. */
 static void claim_blocks(struct checker *c, uint64_t start, uint64_t len)
 {
@@ -80,8 +85,22 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 	c->cur_has_blocks = false;
 	c->cur_last_lblk = 0;
 
-	if (inode->d.xattr_block) {
-		claim_blocks(c, inode->d.xattr_block, 1);
+	uint64_t xb = inode->d.xattr_block;
+	const struct ordfs_super *sb = &c->fs->sb;
+	bool xattr_usable = xb != 0;
+	if (xb && (xb < sb->data_start || xb >= sb->block_count - 1 || block_claimed(c, xb))) {
+		/* Only the attributes are lost, not the file. */
+		bool range = xb < sb->data_start || xb >= sb->block_count - 1;
+		problem(c, range ? CHK_BLOCK_RANGE : CHK_BLOCK_DUP,
+			"inode %u: xattr block %llu %s", inode->ino, (unsigned long long)xb,
+			range ? "outside the data area" : "is claimed twice");
+		struct check_inode_fix *fix = fx_inode(c, inode->ino);
+		if (fix)
+			fix->drop_xattr = true;
+		xattr_usable = false;
+	}
+	if (xattr_usable) {
+		claim_blocks(c, xb, 1);
 		if (xattr_verify(c->fs, inode) != 0) {
 			problem(c, CHK_XATTR, "inode %u: bad xattr block %llu", inode->ino,
 				(unsigned long long)inode->d.xattr_block);

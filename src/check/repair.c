@@ -237,15 +237,16 @@ static int do_inode_fix(struct ordfs *fs, struct handle *h, void *arg)
 		inode->d.links = fix->links;
 	if (fix->fix_parent)
 		inode->d.parent = fix->parent;
+	if (fix->drop_xattr) {
+		/* The block stays marked until stage D frees it.  (A block
+		 * count found by the check, below, already leaves it out.) */
+		inode->d.blocks -= inode->d.blocks ? 1 : 0;
+		inode->d.xattr_block = 0;
+	}
 	if (fix->fix_blocks)
 		inode->d.blocks = fix->blocks;
 	if (fix->fix_size)
 		inode->size = inode->d.size = fix->size;
-	if (fix->drop_xattr) {
-		/* The block stays marked until stage D frees it. */
-		inode->d.blocks -= inode->d.blocks ? 1 : 0;
-		inode->d.xattr_block = 0;
-	}
 	err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
 	pthread_rwlock_unlock(&inode->lock);
 	/* A link count fixed to 0 frees the inode at this put (orphan rules). */

@@ -246,7 +246,8 @@ static bool always_detectable(enum corrupt_kind k)
 	       k == CORRUPT_DIR_BITS || k == CORRUPT_BITMAP_FREE || k == CORRUPT_BITMAP_BITS ||
 	       k == CORRUPT_FILE_SIZE || k == CORRUPT_BLOCK_COUNT || k == CORRUPT_EXTENT_RANGE ||
 	       k == CORRUPT_EXTENT_DUP || k == CORRUPT_DIR_PARENT || k == CORRUPT_ORPHAN_HEAD ||
-	       k == CORRUPT_XATTR_BITS;
+	       k == CORRUPT_XATTR_BITS || k == CORRUPT_IBITMAP_FREE || k == CORRUPT_XATTR_RANGE ||
+	       k == CORRUPT_DIR_HARDLINK;
 }
 
 /* The populated image a kind of damage is applied to (the journal kinds
@@ -430,7 +431,9 @@ static bool keeps_every_file(enum corrupt_kind k)
 	return k == CORRUPT_BITMAP_FREE || k == CORRUPT_BITMAP_BITS || k == CORRUPT_INODE_LINKS ||
 	       k == CORRUPT_DIR_ZERO || k == CORRUPT_DIR_BITS || k == CORRUPT_DIR_CSUM ||
 	       k == CORRUPT_BLOCK_COUNT || k == CORRUPT_DIR_PARENT || k == CORRUPT_ORPHAN_HEAD ||
-	       k == CORRUPT_XATTR_BITS;
+	       k == CORRUPT_XATTR_BITS || k == CORRUPT_IBITMAP_FREE || k == CORRUPT_XATTR_RANGE;
+	/* Not dir-hardlink: of a directory's two names the one met first in
+	 * directory order stays, so its files may change path. */
 }
 
 static void repair_kind(enum corrupt_kind kind)

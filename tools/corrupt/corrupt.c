@@ -7,6 +7,7 @@
  * blocks in use); one is picked with a splitmix64 stream seeded by the
  * caller, and its bytes are changed with raw device writes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +22,15 @@
 #include "ops.h"
 #include "blockdev/blockdev.h"
 #include "extent/extent.h"
+#include "journal/journal.h"
+#include "dir/dir.h"
 
 static const char *const kind_names[CORRUPT_KINDS] = {
 	"super-csum",   "inode-bits",    "inode-csum",   "inode-links",  "dir-zero",
 	"dir-bits",     "dir-csum",      "extent-csum",  "bitmap-free",  "bitmap-bits",
 	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
+	"ibitmap-free", "xattr-range",   "dir-hardlink",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -78,6 +82,7 @@ static int push(struct targets *t, uint64_t x)
 
 struct found {
 	struct targets inodes, dir_blocks, extent_blocks, data_blocks;
+	struct targets xattr_inodes; /* inodes with an xattr block */
 	struct targets files;   /* regular files whose root holds extents */
 	struct targets dirs;    /* directories other than the root */
 	struct targets xattrs;  /* xattr blocks */
@@ -131,6 +136,8 @@ static int find_targets(struct blockdev *bd, struct found *f)
 			err = push(&f->dirs, ino);
 		if (!err && inode->d.xattr_block)
 			err = push(&f->xattrs, inode->d.xattr_block);
+		if (!err && inode->d.xattr_block)
+			err = push(&f->xattr_inodes, ino);
 		struct extent_walk_ops ops = { node_cb, ext_cb, f };
 		if (!err && !(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
 			err = extent_walk(fs, inode, &ops);
@@ -149,6 +156,7 @@ static void found_free(struct found *f)
 	free(f->files.v);
 	free(f->dirs.v);
 	free(f->xattrs.v);
+	free(f->xattr_inodes.v);
 }
 
 /* ---- the damage --------------------------------------------------------- */
@@ -319,6 +327,9 @@ static int damage_inode_field(struct job *j, const struct targets *inodes,
 			le_put32(rec + 16, 1);
 			break;
 		}
+		case CORRUPT_XATTR_RANGE:
+			d.xattr_block = j->sb.block_count + 1 + below(&j->rng, 1000);
+			break;
 		default: /* CORRUPT_DIR_PARENT */
 			d.parent = d.parent == ORDFS_ROOT_INO ? ino : ORDFS_ROOT_INO;
 			break;
@@ -353,6 +364,78 @@ static int damage_orphan_head(struct job *j, const struct targets *inodes)
 	snprintf(j->what, j->what_len, "orphan-head: inode %u", sb.orphan_head);
 	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
 	return err ? err : blockdev_flush(j->bd);
+}
+
+/* An in-use inode's bit cleared in the inode bitmap, checksum recomputed. */
+static void clear_inode_bit(struct job *j, uint8_t *blk, uint64_t bitmap_block)
+{
+	(void)bitmap_block;
+	uint32_t bits = ordfs_bits_per_bitmap_block(j->bs);
+	uint32_t bit = (uint32_t)((j->target - 1) % bits); /* bit i: inode i + 1 */
+	blk[ORDFS_BLOCK_HDR_SIZE + bit / 8] &= (uint8_t)~(1u << (bit % 8));
+	ordfs_block_csum_set(blk, j->bs, j->sb.csum_seed);
+}
+
+static int damage_ibitmap_free(struct job *j, const struct targets *inodes)
+{
+	if (inodes->n == 0)
+		return -ENOENT;
+	uint64_t ino = inodes->v[below(&j->rng, inodes->n)];
+	uint32_t bits = ordfs_bits_per_bitmap_block(j->bs);
+	snprintf(j->what, j->what_len, "ibitmap-free: inode %llu marked free",
+		 (unsigned long long)ino);
+	j->target = ino;
+	return rewrite_block(j, j->sb.inode_bitmap_start + (ino - 1) / bits, clear_inode_bit);
+}
+
+/* A second name, in the root, for a directory that has one: the kind of
+ * damage only a buggy filesystem makes, so it is made through the
+ * filesystem's own directory code in a handle. */
+static int damage_dir_hardlink(struct job *j, struct blockdev *bd)
+{
+	struct ordfs_options opts;
+	ordfs_options_default(&opts);
+	opts.commit_interval_ms = 0;
+	struct ordfs *fs;
+	const char *why;
+	int err = ordfs_mount(bd, &opts, &fs, &why);
+	if (err)
+		return err;
+	struct inode *root = NULL, *dir = NULL;
+	err = inode_get(fs, ORDFS_ROOT_INO, &root);
+	struct targets dirs = { 0 };
+	for (uint32_t ino = ORDFS_ROOT_INO + 1; ino <= fs->sb.inode_count && !err; ino++) {
+		if (inode_get(fs, ino, &dir) != 0)
+			continue;
+		if (S_ISDIR(dir->d.mode))
+			err = push(&dirs, ino);
+		inode_put(fs, dir);
+	}
+	uint32_t target = dirs.n ? (uint32_t)dirs.v[below(&j->rng, dirs.n)] : 0;
+	free(dirs.v);
+	if (!err && !target)
+		err = -ENOENT;
+	if (!err)
+		err = inode_get(fs, target, &dir);
+	if (!err) {
+		struct handle *h;
+		err = journal_start(fs->journal, 16, &h);
+		if (!err) {
+			pthread_rwlock_wrlock(&root->lock);
+			err = dir_add(fs, h, root, "second-name", 11, target, DT_DIR);
+			pthread_rwlock_unlock(&root->lock);
+			int serr = journal_stop(h);
+			if (!err)
+				err = serr;
+		}
+		inode_put(fs, dir);
+		snprintf(j->what, j->what_len, "dir-hardlink: directory %u also named /second-name",
+			 target);
+	}
+	if (root)
+		inode_put(fs, root);
+	int uerr = ordfs_unmount(fs);
+	return err ? err : uerr;
 }
 
 /* One superblock field set to a random value, checksum recomputed. */
@@ -540,6 +623,15 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		break;
 	case CORRUPT_XATTR_BITS:
 		err = pick_block(&j, &f.xattrs, "xattr-bits", change_bits);
+		break;
+	case CORRUPT_XATTR_RANGE:
+		err = damage_inode_field(&j, &f.xattr_inodes, &f, kind);
+		break;
+	case CORRUPT_IBITMAP_FREE:
+		err = damage_ibitmap_free(&j, &f.inodes);
+		break;
+	case CORRUPT_DIR_HARDLINK:
+		err = damage_dir_hardlink(&j, bd);
 		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);

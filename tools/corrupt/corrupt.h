@@ -42,6 +42,10 @@ enum corrupt_kind {
 	CORRUPT_DIR_PARENT,      /* a directory's '..' (valid checksum) */
 	CORRUPT_ORPHAN_HEAD,     /* a clean image's orphan list not empty */
 	CORRUPT_XATTR_BITS,      /* bits of an xattr block */
+	CORRUPT_IBITMAP_FREE,    /* an inode in use marked free (valid checksum) */
+	CORRUPT_XATTR_RANGE,     /* an xattr block past the end (valid checksum) */
+	CORRUPT_DIR_HARDLINK,    /* a second name for a directory (a read-write
+				    mount, through the journal) */
 	CORRUPT_KINDS
 };
 
