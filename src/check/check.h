@@ -52,6 +52,11 @@ struct check_entry_fix {
 	char name[256];
 };
 
+struct check_block_ref {
+	uint32_t ino;
+	uint64_t block;
+};
+
 struct check_inode_fix {
 	uint32_t ino;
 	uint32_t links, parent;
@@ -65,8 +70,11 @@ struct check_findings {
 	/* stage A, raw inode slots */
 	CHECK_VEC(uint32_t) clear_inodes;   /* fail their checksum: zeroed */
 	CHECK_VEC(uint32_t) empty_inodes;   /* bad extent tree or directory,
-					       blocks out of range or claimed
-					       twice: truncated to nothing */
+					       blocks out of range, tree blocks
+					       claimed twice: truncated to nothing */
+	CHECK_VEC(struct check_block_ref) clone_blocks; /* data blocks an earlier
+					       inode claimed: the extents holding
+					       them get copies */
 	/* stage B, a read-write mount */
 	CHECK_VEC(struct check_entry_fix) drop_entries;   /* point at nothing */
 	CHECK_VEC(struct check_entry_fix) retype_entries; /* wrong file type */

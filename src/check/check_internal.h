@@ -41,6 +41,7 @@ struct checker {
 	uint64_t blocks_found;
 	/* per-inode walk state */
 	uint32_t cur_ino;
+	bool cur_clonable;        /* its extents are all in the inode (depth 0) */
 	uint64_t cur_blocks, cur_last_lblk;
 	bool cur_has_blocks;
 };

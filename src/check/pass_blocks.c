@@ -15,6 +15,7 @@
 #include <dirent.h>
 
 #include "check_internal.h"
+#include "../endian_le.h"
 
 static bool test_and_set_block(struct checker *c, uint64_t b)
 {
@@ -29,8 +30,10 @@ static bool block_claimed(const struct checker *c, uint64_t b)
 	return (c->blocks[b / 8] >> (b % 8)) & 1;
 }
 
-/* Claims [start, start + len) for the current inode. */
-static void claim_blocks(struct checker *c, uint64_t start, uint64_t len)
+/* Claims [start, start + len) for the current inode.  A data block an
+ * earlier inode claimed is copied for this one (if its extents are all in
+ * the inode); anything else claimed twice truncates it. */
+static void claim_blocks(struct checker *c, uint64_t start, uint64_t len, bool data)
 {
 	const struct ordfs_super *sb = &c->fs->sb;
 	if (start < sb->data_start || start >= sb->block_count - 1 ||
@@ -44,7 +47,12 @@ static void claim_blocks(struct checker *c, uint64_t start, uint64_t len)
 		if (test_and_set_block(c, b)) {
 			problem(c, CHK_BLOCK_DUP, "inode %u: block %llu is claimed twice",
 				c->cur_ino, (unsigned long long)b);
-			fx_empty_inode(c, c->cur_ino); /* the later claimant */
+			if (data && c->cur_clonable) {
+				struct check_block_ref ref = { c->cur_ino, b };
+				FX_PUSH(c, c->fx->clone_blocks, ref);
+			} else {
+				fx_empty_inode(c, c->cur_ino); /* the later claimant */
+			}
 		} else
 			c->blocks_found++;
 	}
@@ -62,14 +70,14 @@ static int node_cb(void *ctx, uint64_t blockno, unsigned depth, int bad)
 		fx_empty_inode(c, c->cur_ino);
 		return 0;
 	}
-	claim_blocks(c, blockno, 1);
+	claim_blocks(c, blockno, 1, false);
 	return 0;
 }
 
 static int ext_cb(void *ctx, const struct ordfs_extent *e)
 {
 	struct checker *c = ctx;
-	claim_blocks(c, e->physical, e->len);
+	claim_blocks(c, e->physical, e->len, true);
 	if (!(e->flags & ORDFS_EXT_UNWRITTEN)) {
 		c->cur_has_blocks = true;
 		c->cur_last_lblk = e->logical + e->len - 1;
@@ -81,6 +89,8 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 {
 	struct extent_walk_ops ops = { node_cb, ext_cb, c };
 	c->cur_ino = inode->ino;
+	c->cur_clonable = !(inode->d.flags & ORDFS_INODE_FAST_SYMLINK) &&
+			  le_get16(inode->d.data + 6) == 0;
 	c->cur_blocks = 0;
 	c->cur_has_blocks = false;
 	c->cur_last_lblk = 0;
@@ -100,7 +110,7 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 		xattr_usable = false;
 	}
 	if (xattr_usable) {
-		claim_blocks(c, xb, 1);
+		claim_blocks(c, xb, 1, false);
 		if (xattr_verify(c->fs, inode) != 0) {
 			problem(c, CHK_XATTR, "inode %u: bad xattr block %llu", inode->ino,
 				(unsigned long long)inode->d.xattr_block);

@@ -7,9 +7,11 @@
  * stage starts from a consistent picture):
  *   A. inode slots (raw writes): clear the ones failing their checksum;
  *      truncate to nothing the ones with a damaged extent tree or
- *      directory, blocks out of range, or blocks another inode claimed
- *      first (their data is lost; their name stays, so a damaged
- *      directory's children become unreachable and go to lost+found);
+ *      directory, or blocks out of range (their data is lost; their name
+ *      stays, so a damaged directory's children become unreachable and go
+ *      to lost+found); give an inode its own copy of data blocks an
+ *      earlier inode claimed (as e2fsck clones them), or truncate it when
+ *      its extents are not all in the inode or there is no room;
  *   D. the bitmaps and summary counts (raw writes), rebuilt from what the
  *      check found in use: before any stage that allocates, so a
  *      read-write mount never hands out a block in use;
@@ -29,6 +31,7 @@
 #include <dirent.h>
 
 #include "check_internal.h"
+#include "../endian_le.h"
 #include "../fs.h"
 #include "../inode.h"
 #include "../ops.h"
@@ -71,14 +74,106 @@ static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb,
 	return err;
 }
 
+/* First run of len blocks free in found (bit set = in use), from the
+ * data area on; marks it used.  0 if there is none. */
+static uint64_t take_free_run(const struct ordfs_super *sb, uint8_t *found, uint64_t len)
+{
+	uint64_t run = 0;
+	for (uint64_t b = sb->data_start; b < sb->block_count - 1; b++) {
+		run = (found[b / 8] >> (b % 8)) & 1 ? 0 : run + 1;
+		if (run == len) {
+			uint64_t start = b + 1 - len;
+			for (uint64_t k = start; k <= b; k++)
+				found[k / 8] |= (uint8_t)(1u << (k % 8));
+			return start;
+		}
+	}
+	return 0;
+}
+
+static bool listed(const struct check_findings *f, uint32_t ino, uint64_t first, uint64_t len)
+{
+	for (uint32_t i = 0; i < f->clone_blocks.n; i++)
+		if (f->clone_blocks.v[i].ino == ino && f->clone_blocks.v[i].block >= first &&
+		    f->clone_blocks.v[i].block - first < len)
+			return true;
+	return false;
+}
+
+/* Gives inode ino its own copy of every extent record (all in the inode:
+ * the check made sure) that holds a block an earlier inode claimed: the
+ * record's blocks are copied to a free run and the record points there.
+ * Both inodes keep their data (the damaged one gets a copy of what the
+ * other had).  No free run: the inode is truncated instead. */
+static int clone_records(struct blockdev *bd, const struct ordfs_super *sb,
+			 struct check_findings *f, uint32_t ino)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(sb, ino, &blk, &off);
+	uint8_t *b = malloc(bs), *data = malloc(bs);
+	struct ordfs_inode d;
+	int err = b && data ? blockdev_read(bd, b, bs, blk * bs) : -ENOMEM;
+	if (!err)
+		err = ordfs_inode_decode(b + off, ino, sb->csum_seed, &d);
+	uint32_t entries = err ? 0 : le_get16(d.data + 2);
+	for (uint32_t r = 0; r < entries && r < ORDFS_INODE_ROOT_EXTENTS && !err; r++) {
+		uint8_t *rec = d.data + ORDFS_EXTENT_NODE_HDR + r * ORDFS_EXTENT_REC;
+		uint64_t phys = le_get64(rec + 8), len = le_get32(rec + 16);
+		if (!listed(f, ino, phys, len))
+			continue;
+		uint64_t to = take_free_run(sb, f->blocks_found, len);
+		if (!to) {
+			err = -ENOSPC;
+			break;
+		}
+		for (uint64_t k = 0; k < len && !err; k++) {
+			err = blockdev_read(bd, data, bs, (phys + k) * bs);
+			if (!err)
+				err = blockdev_write(bd, data, bs, (to + k) * bs);
+		}
+		le_put64(rec + 8, to);
+	}
+	if (!err) {
+		ordfs_inode_encode(&d, ino, sb->csum_seed, b + off);
+		err = blockdev_write(bd, b, bs, blk * bs);
+	}
+	free(b);
+	free(data);
+	if (err == -ENOSPC)
+		err = rewrite_inode_slot(bd, sb, ino, false); /* nowhere to copy to */
+	return err;
+}
+
+static bool in_list(const uint32_t *v, uint32_t n, uint32_t x)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
 static int stage_inodes(struct blockdev *bd, const struct ordfs_super *sb,
-			const struct check_findings *f, uint32_t *fixes)
+			struct check_findings *f, uint32_t *fixes)
 {
 	int err = 0;
 	for (uint32_t i = 0; i < f->clear_inodes.n && !err; i++, ++*fixes)
 		err = rewrite_inode_slot(bd, sb, f->clear_inodes.v[i], true);
 	for (uint32_t i = 0; i < f->empty_inodes.n && !err; i++, ++*fixes)
 		err = rewrite_inode_slot(bd, sb, f->empty_inodes.v[i], false);
+	/* Each inode once, and not one cleared or truncated above. */
+	for (uint32_t i = 0; i < f->clone_blocks.n && !err; i++) {
+		uint32_t ino = f->clone_blocks.v[i].ino;
+		bool seen = false;
+		for (uint32_t k = 0; k < i && !seen; k++)
+			seen = f->clone_blocks.v[k].ino == ino;
+		if (seen || in_list(f->clear_inodes.v, f->clear_inodes.n, ino) ||
+		    in_list(f->empty_inodes.v, f->empty_inodes.n, ino))
+			continue;
+		err = clone_records(bd, sb, f, ino);
+		++*fixes;
+	}
 	return err ? err : blockdev_flush(bd);
 }
 
@@ -345,7 +440,7 @@ int ordfs_repair(struct blockdev *bd, unsigned flags,
 		uint32_t before = out->fixes;
 		if (err)
 			;
-		else if (f.clear_inodes.n || f.empty_inodes.n)
+		else if (f.clear_inodes.n || f.empty_inodes.n || f.clone_blocks.n)
 			err = preen ? 0 : stage_inodes(bd, &sb, &f, &out->fixes);
 		else if (f.bitmaps_wrong || f.summary_wrong || f.clean_with_orphans)
 			err = stage_bitmaps(bd, &f, &out->fixes);
