@@ -66,6 +66,26 @@ check "-p says to run -y" grep -q "run fsck.ordfs -y" out.txt
 check "then -fy: exit 1" test "$(status_of "$FSCK" -fy img)" -eq 1
 check "then -fn: exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
 
+# SIGINT: exit 32.  The progress lines go to a FIFO nobody reads (this
+# shell holds it open read-write, so opening does not block); with enough
+# of them (1.5M inodes, a long path) fsck blocks on it, so the signal
+# always finds it running.
+long="$WORK/$(printf 'p%.0s' $(seq 1 180))"
+mkdir -p "$long"
+"$MKFS" -q -N 1500000 "$long/big.img" 24G
+mkfifo progress.fifo
+exec 4<>progress.fifo
+rc=0
+"$FSCK" -f -C 3 "$long/big.img" 3>&4 >/dev/null 2>err.txt &
+pid=$!
+sleep 1
+kill -INT "$pid"
+wait "$pid" || rc=$?
+exec 4>&-
+check "SIGINT: exit 32" test "$rc" -eq 32
+check "SIGINT: says cancelled" grep -q "cancelled" err.txt
+rm -rf "$long"
+
 check "unknown flag: exit 16" test "$(status_of "$FSCK" -Z img)" -eq 16
 check "unknown flag: one line" test "$(wc -l <err.txt)" -eq 1
 check "-b without a number: exit 16" test "$(status_of "$FSCK" -b)" -eq 16
