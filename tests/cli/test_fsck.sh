@@ -86,6 +86,10 @@ check "SIGINT: exit 32" test "$rc" -eq 32
 check "SIGINT: says cancelled" grep -q "cancelled" err.txt
 rm -rf "$long"
 
+"$MKFS" -q -F img 64M
+check "-fv: exit 0" test "$(status_of "$FSCK" -fv img)" -eq 0
+check "-fv: names the five passes" test "$(grep -c ': pass [1-5]: ' out.txt)" -eq 5
+
 check "unknown flag: exit 16" test "$(status_of "$FSCK" -Z img)" -eq 16
 check "unknown flag: one line" test "$(wc -l <err.txt)" -eq 1
 check "-b without a number: exit 16" test "$(status_of "$FSCK" -b)" -eq 16

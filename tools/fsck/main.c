@@ -64,7 +64,7 @@ static void usage(FILE *out)
 		"  -p     fix only what loses nothing (replay, bitmaps and counts, link\n"
 		"         counts, '..'); exit 4 if more is needed\n"
 		"  -f     check even if the image is marked clean\n"
-		"  -v     verbose\n"
+		"  -v     verbose: name each pass as it starts\n"
 		"  -b N   use the backup superblock at block N (mkfs.ordfs prints it: the\n"
 		"         last block) and, unless -n, write it over the primary\n"
 		"  -C FD  progress: 0 draws a bar on the terminal, FD > 0 gets lines\n"
@@ -188,6 +188,15 @@ static void show_progress(void *ctx, unsigned pass, uint64_t done, uint64_t tota
 	if (pass == CHECK_PASSES && done == total)
 		fputc('\n', stderr);
 	fflush(stderr);
+}
+
+/* -v: one line as each pass starts. */
+static void verbose_progress(void *ctx, unsigned pass, uint64_t done, uint64_t total)
+{
+	(void)total;
+	struct progress *p = ctx;
+	if (done == 0)
+		printf("%s: pass %u: %s\n", p->o->image, pass, check_pass_name(pass));
 }
 
 /* Reads the superblock fsck works from: the primary, or the backup at
@@ -327,8 +336,8 @@ int main(int argc, char **argv)
 	struct check_result res;
 	memset(&res, 0, sizeof(res));
 	res.report = print_problem;
-	if (o.progress_fd >= 0) {
-		res.progress = show_progress;
+	if (o.progress_fd >= 0 || o.verbose) {
+		res.progress = o.progress_fd >= 0 ? show_progress : verbose_progress;
 		res.ctx = &prog;
 	}
 	err = ordfs_check(view, &res);
