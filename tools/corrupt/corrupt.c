@@ -244,9 +244,13 @@ static int pick_block(struct job *j, const struct targets *t, const char *name,
 	return rewrite_block(j, b, change);
 }
 
-/* An inode slot: bits flipped, bytes scribbled with the checksum set
- * again, or the link count changed (valid checksum). */
-static int damage_inode(struct job *j, const struct targets *inodes, enum corrupt_kind kind)
+/* Reads the block holding a random inode of inodes, lets change() alter
+ * its 256-byte slot, writes it back.  change returns 0 or a negative
+ * errno (nothing is written then). */
+static int change_inode_slot(struct job *j, const struct targets *inodes, enum corrupt_kind kind,
+			     int (*change)(struct job *, uint8_t *raw, uint32_t ino,
+					   enum corrupt_kind kind, const struct found *f),
+			     const struct found *f)
 {
 	if (inodes->n == 0)
 		return -ENOENT;
@@ -258,21 +262,9 @@ static int damage_inode(struct job *j, const struct targets *inodes, enum corrup
 	if (!b)
 		return -ENOMEM;
 	int err = blockdev_read(j->bd, b, j->bs, blk * j->bs);
+	if (!err)
+		err = change(j, b + off, ino, kind, f);
 	if (!err) {
-		uint8_t *raw = b + off;
-		if (kind == CORRUPT_INODE_BITS) {
-			flip_bits(j, raw, ORDFS_INODE_SIZE);
-		} else if (kind == CORRUPT_INODE_CSUM) {
-			scribble(j, raw, 0, ORDFS_INODE_SIZE - 4);
-			ordfs_inode_csum_set(raw, ino, j->sb.csum_seed);
-		} else {
-			static const uint32_t counts[] = { 0, 1, 2, 3, 65000, 65535, 0xffffffffu };
-			uint32_t links = counts[below(&j->rng, sizeof(counts) / sizeof(counts[0]))];
-			if (links == le_get32(raw + 12))
-				links++;
-			le_put32(raw + 12, links);
-			ordfs_inode_csum_set(raw, ino, j->sb.csum_seed);
-		}
 		snprintf(j->what, j->what_len, "%s: inode %u", corrupt_kind_name(kind), ino);
 		err = blockdev_write(j->bd, b, j->bs, blk * j->bs);
 	}
@@ -282,68 +274,73 @@ static int damage_inode(struct job *j, const struct targets *inodes, enum corrup
 	return err;
 }
 
-/* A field of an inode set through decode/encode (valid checksum). */
-static int damage_inode_field(struct job *j, const struct targets *inodes,
-			      const struct found *f, enum corrupt_kind kind)
+/* Raw damage: bits flipped, or bytes scribbled / the link count changed
+ * with the checksum set again. */
+static int change_raw(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_kind kind,
+		      const struct found *f)
 {
-	if (inodes->n == 0)
-		return -ENOENT;
-	uint32_t ino = (uint32_t)inodes->v[below(&j->rng, inodes->n)];
-	uint64_t blk;
-	uint32_t off;
-	ordfs_inode_location(&j->sb, ino, &blk, &off);
-	uint8_t *b = malloc(j->bs);
-	if (!b)
-		return -ENOMEM;
+	(void)f;
+	if (kind == CORRUPT_INODE_BITS) {
+		flip_bits(j, raw, ORDFS_INODE_SIZE);
+		return 0;
+	}
+	if (kind == CORRUPT_INODE_CSUM) {
+		scribble(j, raw, 0, ORDFS_INODE_SIZE - 4);
+	} else {
+		static const uint32_t counts[] = { 0, 1, 2, 3, 65000, 65535, 0xffffffffu };
+		uint32_t links = counts[below(&j->rng, sizeof(counts) / sizeof(counts[0]))];
+		if (links == le_get32(raw + 12))
+			links++;
+		le_put32(raw + 12, links);
+	}
+	ordfs_inode_csum_set(raw, ino, j->sb.csum_seed);
+	return 0;
+}
+
+/* A field set through decode/encode (the checksum stays valid). */
+static int change_field(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_kind kind,
+			const struct found *f)
+{
 	struct ordfs_inode d;
-	int err = blockdev_read(j->bd, b, j->bs, blk * j->bs);
-	if (!err)
-		err = ordfs_inode_decode(b + off, ino, j->sb.csum_seed, &d);
-	if (!err) {
-		uint8_t *rec = d.data + ORDFS_EXTENT_NODE_HDR; /* first root record */
-		switch (kind) {
-		case CORRUPT_FILE_SIZE:
-			d.size = d.size > j->bs ? d.size / 2 / j->bs * j->bs : 0;
-			break;
-		case CORRUPT_BLOCK_COUNT:
-			d.blocks += 1 + below(&j->rng, 100);
-			break;
-		case CORRUPT_EXTENT_RANGE:
-			le_put64(rec + 8, j->sb.block_count + 10 + below(&j->rng, 1000));
-			break;
-		case CORRUPT_EXTENT_DUP: {
-			/* Onto a block of another file: the first data block found
-			 * that this inode does not map. */
-			uint64_t mine = le_get64(rec + 8), len = le_get32(rec + 16);
-			uint64_t other = 0;
-			for (size_t i = 0; i < f->data_blocks.n && !other; i++) {
-				uint64_t b2 = f->data_blocks.v[i];
-				if (b2 < mine || b2 >= mine + len)
-					other = b2;
-			}
-			if (!other)
-				err = -ENOENT;
-			le_put64(rec + 8, other);
-			le_put32(rec + 16, 1);
-			break;
+	int err = ordfs_inode_decode(raw, ino, j->sb.csum_seed, &d);
+	if (err)
+		return err;
+	uint8_t *rec = d.data + ORDFS_EXTENT_NODE_HDR; /* first root record */
+	switch (kind) {
+	case CORRUPT_FILE_SIZE:
+		d.size = d.size > j->bs ? d.size / 2 / j->bs * j->bs : 0;
+		break;
+	case CORRUPT_BLOCK_COUNT:
+		d.blocks += 1 + below(&j->rng, 100);
+		break;
+	case CORRUPT_EXTENT_RANGE:
+		le_put64(rec + 8, j->sb.block_count + 10 + below(&j->rng, 1000));
+		break;
+	case CORRUPT_EXTENT_DUP: {
+		/* Onto a block of another file: the first data block found that
+		 * this inode does not map. */
+		uint64_t mine = le_get64(rec + 8), len = le_get32(rec + 16);
+		uint64_t other = 0;
+		for (size_t i = 0; i < f->data_blocks.n && !other; i++) {
+			uint64_t b2 = f->data_blocks.v[i];
+			if (b2 < mine || b2 >= mine + len)
+				other = b2;
 		}
-		case CORRUPT_XATTR_RANGE:
-			d.xattr_block = j->sb.block_count + 1 + below(&j->rng, 1000);
-			break;
-		default: /* CORRUPT_DIR_PARENT */
-			d.parent = d.parent == ORDFS_ROOT_INO ? ino : ORDFS_ROOT_INO;
-			break;
-		}
+		if (!other)
+			return -ENOENT;
+		le_put64(rec + 8, other);
+		le_put32(rec + 16, 1);
+		break;
 	}
-	if (!err) {
-		ordfs_inode_encode(&d, ino, j->sb.csum_seed, b + off);
-		snprintf(j->what, j->what_len, "%s: inode %u", corrupt_kind_name(kind), ino);
-		err = blockdev_write(j->bd, b, j->bs, blk * j->bs);
+	case CORRUPT_XATTR_RANGE:
+		d.xattr_block = j->sb.block_count + 1 + below(&j->rng, 1000);
+		break;
+	default: /* CORRUPT_DIR_PARENT */
+		d.parent = d.parent == ORDFS_ROOT_INO ? ino : ORDFS_ROOT_INO;
+		break;
 	}
-	if (!err)
-		err = blockdev_flush(j->bd);
-	free(b);
-	return err;
+	ordfs_inode_encode(&d, ino, j->sb.csum_seed, raw);
+	return 0;
 }
 
 /* A clean image whose orphan list names an inode. */
@@ -592,7 +589,7 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 	case CORRUPT_INODE_BITS:
 	case CORRUPT_INODE_CSUM:
 	case CORRUPT_INODE_LINKS:
-		err = damage_inode(&j, &f.inodes, kind);
+		err = change_inode_slot(&j, &f.inodes, kind, change_raw, &f);
 		break;
 	case CORRUPT_DIR_ZERO:
 		err = pick_block(&j, &f.dir_blocks, "dir-zero", change_zero);
@@ -613,10 +610,10 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 	case CORRUPT_BLOCK_COUNT:
 	case CORRUPT_EXTENT_RANGE:
 	case CORRUPT_EXTENT_DUP:
-		err = damage_inode_field(&j, &f.files, &f, kind);
+		err = change_inode_slot(&j, &f.files, kind, change_field, &f);
 		break;
 	case CORRUPT_DIR_PARENT:
-		err = damage_inode_field(&j, &f.dirs, &f, kind);
+		err = change_inode_slot(&j, &f.dirs, kind, change_field, &f);
 		break;
 	case CORRUPT_ORPHAN_HEAD:
 		err = damage_orphan_head(&j, &f.files);
@@ -625,7 +622,7 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		err = pick_block(&j, &f.xattrs, "xattr-bits", change_bits);
 		break;
 	case CORRUPT_XATTR_RANGE:
-		err = damage_inode_field(&j, &f.xattr_inodes, &f, kind);
+		err = change_inode_slot(&j, &f.xattr_inodes, kind, change_field, &f);
 		break;
 	case CORRUPT_IBITMAP_FREE:
 		err = damage_ibitmap_free(&j, &f.inodes);
