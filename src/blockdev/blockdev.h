@@ -89,7 +89,9 @@ uint64_t blockdev_overlay_blocks(struct blockdev *bd);
 
 /* ---- recording wrapper ------------------------------------------------ */
 
-enum blockdev_event_type { BD_EV_WRITE, BD_EV_FLUSH };
+/* BD_EV_MARK: a label the workload put in the log (blockdev_record_mark):
+ * data holds the NUL-terminated text, len its length. */
+enum blockdev_event_type { BD_EV_WRITE, BD_EV_FLUSH, BD_EV_MARK };
 
 struct blockdev_event {
 	enum blockdev_event_type type;
@@ -111,6 +113,9 @@ void blockdev_record_reset_counts(struct blockdev *bd);
 /* The event log; valid until the next write or flush or destroy. */
 const struct blockdev_event *blockdev_record_events(struct blockdev *bd, size_t *count);
 void blockdev_record_clear_events(struct blockdev *bd);
+/* Puts label in the event log between the writes before and after it
+ * ("fsync of f returned"); nothing without log_writes. */
+int blockdev_record_mark(struct blockdev *bd, const char *label);
 
 /* Latch: while armed, every flush blocks before reaching the inner device
  * until the latch is released.  wait_blocked waits until at least n flushes

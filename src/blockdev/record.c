@@ -76,11 +76,12 @@ static int log_event(struct record_dev *r, enum blockdev_event_type type, const 
 	ev->off = off;
 	ev->len = len;
 	ev->data = NULL;
-	if (type == BD_EV_WRITE) {
-		ev->data = malloc(len ? len : 1);
+	if (type == BD_EV_WRITE || type == BD_EV_MARK) {
+		ev->data = malloc(len + 1);
 		if (!ev->data)
 			return -ENOMEM;
 		memcpy(ev->data, buf, len);
+		ev->data[len] = 0;
 	}
 	r->nevents++;
 	return 0;
@@ -202,6 +203,17 @@ static int record_flush(struct blockdev *bd)
 	undo_finish(r, err != 0);
 	if (!err && r->log_writes)
 		err = log_event(r, BD_EV_FLUSH, NULL, 0, 0);
+	pthread_mutex_unlock(&r->lock);
+	return err;
+}
+
+int blockdev_record_mark(struct blockdev *bd, const char *label)
+{
+	struct record_dev *r = to_rec(bd);
+	int err = 0;
+	pthread_mutex_lock(&r->lock);
+	if (r->log_writes)
+		err = log_event(r, BD_EV_MARK, label, strlen(label), 0);
 	pthread_mutex_unlock(&r->lock);
 	return err;
 }

@@ -1,0 +1,652 @@
+/*
+ * crash.c - crash-state enumeration with an oracle (issue 8, first part).
+ *
+ * Each workload runs through the core library on an in-memory image seen
+ * through the recording device, which logs every write and flush plus
+ * the workload's marks ("fsync of f returned with these bytes").  From
+ * the log the harness builds the images a power cut could leave:
+ *   (a) every prefix of the write log (the kill -9 model);
+ *   (b) at each flush k: everything before flush k-1 durable plus subsets
+ *       of the writes between the two flushes (all subsets up to 12
+ *       writes, else every prefix, every subset of size <= 2 and a seeded
+ *       sample), deduplicated;
+ * and checks each one: the mount replays the journal; every file whose
+ * fsync returned before the crash point (and was not touched since) has
+ * exactly its bytes and size; a file and a directory can be created and
+ * removed in every directory; after unmount the checker finds nothing.
+ *
+ * Usage: crash [--long] [--seed N]
+ *   the bounded tier runs every handwritten workload and a seeded sample
+ *   of generated 2-operation workloads, in data=ordered and writeback and
+ *   with the smallest journal; --long runs many more generated workloads.
+ *   One summary line: workloads, crash states checked, violations.
+ *   Exit 0 only with no violation.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs.h"
+#include "inode.h"
+#include "ops.h"
+#include "blockdev/blockdev.h"
+#include "check/check.h"
+#include "mkfs/mkfs.h"
+
+#define IMG (8u << 20)
+#define BS 4096u
+#define MAX_STATES 5000u
+#define SUBSET_ALL_MAX 12u
+
+static const struct ordfs_cred cred = { 0, 0 };
+
+/* ---- results ------------------------------------------------------------ */
+
+static uint64_t states_checked, violations, workloads_run;
+static bool verbose;
+
+static void violation(const char *workload, const char *state, const char *fmt, ...)
+{
+	va_list ap;
+	violations++;
+	if (violations > 20)
+		return; /* enough to act on */
+	fprintf(stderr, "VIOLATION %s [%s]: ", workload, state);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static uint64_t fnv(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* ---- the workload side: a filesystem, its log, its marks ----------------- */
+
+struct run {
+	struct blockdev *mem, *rec;
+	struct ordfs *fs;
+	uint8_t *base;          /* the image when logging began (before mount) */
+	struct ordfs_options opts;
+};
+
+static int run_start(struct run *r, enum journal_data_mode mode, uint32_t journal_blocks)
+{
+	memset(r, 0, sizeof(*r));
+	if (blockdev_mem_create(IMG, &r->mem))
+		return -ENOMEM;
+	struct mkfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.block_size = BS;
+	p.journal_blocks = journal_blocks;
+	struct ordfs_super sb;
+	const char *why;
+	int err = ordfs_mkfs_plan(&p, IMG, &sb, &why);
+	if (!err)
+		err = ordfs_mkfs_write(r->mem, &sb, &why);
+	r->base = malloc(IMG);
+	if (err || !r->base)
+		return err ? err : -ENOMEM;
+	memcpy(r->base, blockdev_mem_bytes(r->mem), IMG);
+	err = blockdev_record_create(r->mem, true, &r->rec);
+	if (err)
+		return err;
+	ordfs_options_default(&r->opts);
+	r->opts.commit_interval_ms = 0; /* commits only when the workload asks */
+	r->opts.data_mode = mode;
+	return ordfs_mount(r->rec, &r->opts, &r->fs, &why);
+}
+
+/* Looks up a path ("a/b/c") from the root; NULL if any part is missing. */
+static struct inode *walk(struct ordfs *fs, const char *path)
+{
+	struct inode *cur;
+	if (inode_get(fs, ORDFS_ROOT_INO, &cur))
+		return NULL;
+	char copy[128];
+	snprintf(copy, sizeof(copy), "%s", path);
+	char *save = NULL;
+	for (char *part = strtok_r(copy, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+		struct inode *next;
+		int err = ordfs_lookup(fs, cur, part, &next);
+		inode_put(fs, cur);
+		if (err)
+			return NULL;
+		cur = next;
+	}
+	return cur;
+}
+
+/* The parent directory of path and the last component. */
+static struct inode *parent_of(struct ordfs *fs, const char *path, const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	*name = slash ? slash + 1 : path;
+	if (!slash)
+		return walk(fs, "");
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	return walk(fs, dir);
+}
+
+static uint64_t file_hash(struct ordfs *fs, struct inode *f, uint64_t *size)
+{
+	uint8_t buf[BS];
+	uint64_t h = 1469598103934665603ull, total = 0;
+	for (uint64_t off = 0;; off += BS) {
+		ssize_t n = ordfs_read(fs, f, buf, BS, off);
+		if (n <= 0)
+			break;
+		h = fnv(buf, (size_t)n, h);
+		total += (uint64_t)n;
+	}
+	*size = total;
+	return h;
+}
+
+/* Marks: "D path hash size" = fsync of path returned with these bytes;
+ * "T path" = path changed since (its last D no longer binds). */
+static void mark_durable(struct run *r, const char *path)
+{
+	struct inode *f = walk(r->fs, path);
+	if (!f)
+		return;
+	uint64_t size, h = file_hash(r->fs, f, &size);
+	inode_put(r->fs, f);
+	char m[200];
+	snprintf(m, sizeof(m), "D %s %" PRIu64 " %" PRIu64, path, h, size);
+	blockdev_record_mark(r->rec, m);
+}
+
+static void mark_touched(struct run *r, const char *path)
+{
+	char m[160];
+	snprintf(m, sizeof(m), "T %s", path);
+	blockdev_record_mark(r->rec, m);
+}
+
+/* ---- operations (each records what it changes) ---------------------------- */
+
+static void op_write(struct run *r, const char *path, uint64_t off, size_t len, uint8_t fill)
+{
+	const char *name;
+	struct inode *dir = parent_of(r->fs, path, &name), *f = NULL;
+	if (!dir)
+		return;
+	mark_touched(r, path);
+	if (ordfs_lookup(r->fs, dir, name, &f) == -ENOENT)
+		(void)ordfs_create(r->fs, dir, name, 0644, &cred, &f);
+	inode_put(r->fs, dir);
+	if (!f)
+		return;
+	uint8_t *buf = malloc(len);
+	for (size_t i = 0; buf && i < len; i++)
+		buf[i] = (uint8_t)(fill + i * 7);
+	if (buf)
+		(void)ordfs_write(r->fs, f, buf, len, off);
+	free(buf);
+	inode_put(r->fs, f);
+}
+
+static void op_fsync(struct run *r, const char *path, bool datasync)
+{
+	struct inode *f = walk(r->fs, path);
+	if (!f)
+		return;
+	int err = ordfs_fsync(r->fs, f, datasync);
+	inode_put(r->fs, f);
+	if (!err)
+		mark_durable(r, path);
+}
+
+static void op_truncate(struct run *r, const char *path, uint64_t size)
+{
+	struct inode *f = walk(r->fs, path);
+	if (!f)
+		return;
+	mark_touched(r, path);
+	(void)ordfs_truncate(r->fs, f, size);
+	inode_put(r->fs, f);
+}
+
+static void op_unlink(struct run *r, const char *path)
+{
+	const char *name;
+	struct inode *dir = parent_of(r->fs, path, &name);
+	if (!dir)
+		return;
+	mark_touched(r, path);
+	(void)ordfs_unlink(r->fs, dir, name);
+	inode_put(r->fs, dir);
+}
+
+static void op_rename(struct run *r, const char *from, const char *to)
+{
+	const char *fname, *tname;
+	struct inode *fd = parent_of(r->fs, from, &fname), *td = parent_of(r->fs, to, &tname);
+	if (fd && td) {
+		mark_touched(r, from);
+		mark_touched(r, to);
+		(void)ordfs_rename(r->fs, fd, fname, td, tname, 0);
+	}
+	if (fd)
+		inode_put(r->fs, fd);
+	if (td)
+		inode_put(r->fs, td);
+}
+
+static void op_mkdir(struct run *r, const char *path)
+{
+	const char *name;
+	struct inode *dir = parent_of(r->fs, path, &name), *d;
+	if (!dir)
+		return;
+	if (ordfs_mkdir(r->fs, dir, name, 0755, &cred, &d) == 0)
+		inode_put(r->fs, d);
+	inode_put(r->fs, dir);
+}
+
+static void op_fallocate(struct run *r, const char *path, int mode, uint64_t off, uint64_t len)
+{
+	struct inode *f = walk(r->fs, path);
+	if (!f)
+		return;
+	mark_touched(r, path);
+	(void)ordfs_fallocate(r->fs, f, mode, off, len);
+	inode_put(r->fs, f);
+}
+
+static void op_sync(struct run *r)
+{
+	(void)ordfs_sync(r->fs);
+}
+
+/* ---- states ------------------------------------------------------------- */
+
+struct logview {
+	const struct blockdev_event *ev;
+	size_t n;
+	size_t *writes;  /* event indices of the writes */
+	size_t nwrites;
+	size_t *flushes; /* event indices of the flushes */
+	size_t nflushes;
+};
+
+/* The expectations binding at a crash point: the last D of each path
+ * before `limit` (event index), unless a T of it came after. */
+struct expectation {
+	char path[128];
+	uint64_t hash, size;
+	bool binding;
+};
+
+static unsigned expectations(const struct logview *lv, size_t limit, struct expectation *out,
+			     unsigned max)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < limit && i < lv->n; i++) {
+		if (lv->ev[i].type != BD_EV_MARK)
+			continue;
+		const char *m = (const char *)lv->ev[i].data;
+		char path[128];
+		uint64_t h = 0, size = 0;
+		bool durable = m[0] == 'D';
+		if (durable && sscanf(m, "D %127s %" SCNu64 " %" SCNu64, path, &h, &size) != 3)
+			continue;
+		if (!durable && sscanf(m, "T %127s", path) != 1)
+			continue;
+		unsigned k = 0;
+		while (k < n && strcmp(out[k].path, path) != 0)
+			k++;
+		if (k == n) {
+			if (n == max)
+				continue;
+			snprintf(out[n].path, sizeof(out[n].path), "%s", path);
+			n++;
+		}
+		out[k].binding = durable;
+		out[k].hash = h;
+		out[k].size = size;
+	}
+	return n;
+}
+
+/* Every directory of the image can take a new file and a new directory,
+ * and give them back. */
+static bool directories_work(struct ordfs *fs, struct inode *dir, int depth)
+{
+	struct inode *f, *d;
+	if (ordfs_create(fs, dir, ".crash-probe", 0644, &cred, &f) != 0)
+		return false;
+	inode_put(fs, f);
+	if (ordfs_unlink(fs, dir, ".crash-probe") != 0)
+		return false;
+	if (ordfs_mkdir(fs, dir, ".crash-probe-d", 0755, &cred, &d) != 0)
+		return false;
+	inode_put(fs, d);
+	if (ordfs_rmdir(fs, dir, ".crash-probe-d") != 0)
+		return false;
+	static const char *const subdirs[] = { "A", "B", "A/C" };
+	if (depth > 0)
+		return true;
+	for (unsigned i = 0; i < 3; i++) {
+		struct inode *sub = walk(fs, subdirs[i]);
+		if (!sub)
+			continue;
+		bool ok = !S_ISDIR(sub->d.mode) || directories_work(fs, sub, 1);
+		inode_put(fs, sub);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static void quiet(void *ctx, enum check_problem code, const char *msg)
+{
+	(void)ctx;
+	if (verbose)
+		fprintf(stderr, "  checker: [%d] %s\n", (int)code, msg);
+}
+
+/* Builds the image of one crash state (base + the chosen writes, in log
+ * order) and runs the oracle on it. */
+static void check_state(const char *workload, const struct run *r, const struct logview *lv,
+			const bool *include, size_t limit, const char *state)
+{
+	struct blockdev *img;
+	if (blockdev_mem_from(r->base, IMG, &img))
+		return;
+	uint8_t *bytes = blockdev_mem_bytes(img);
+	for (size_t w = 0; w < lv->nwrites; w++) {
+		const struct blockdev_event *e = &lv->ev[lv->writes[w]];
+		if (include[w] && e->off + e->len <= IMG)
+			memcpy(bytes + e->off, e->data, e->len);
+	}
+	states_checked++;
+
+	struct ordfs_options opts = r->opts;
+	struct ordfs *fs;
+	const char *why = "";
+	if (ordfs_mount(img, &opts, &fs, &why) != 0) {
+		violation(workload, state, "mount (recovery) failed: %s", why);
+		blockdev_destroy(img);
+		return;
+	}
+	struct expectation ex[64];
+	unsigned nex = expectations(lv, limit, ex, 64);
+	for (unsigned i = 0; i < nex; i++) {
+		if (!ex[i].binding)
+			continue;
+		struct inode *f = walk(fs, ex[i].path);
+		if (!f) {
+			violation(workload, state, "%s: fsync returned, file missing", ex[i].path);
+			continue;
+		}
+		uint64_t size, h = file_hash(fs, f, &size);
+		inode_put(fs, f);
+		if (h != ex[i].hash || size != ex[i].size)
+			violation(workload, state, "%s: fsync returned %" PRIu64 " bytes, found %" PRIu64
+				  " (or other bytes)", ex[i].path, ex[i].size, size);
+	}
+	struct inode *root;
+	if (inode_get(fs, ORDFS_ROOT_INO, &root) == 0) {
+		if (!directories_work(fs, root, 0))
+			violation(workload, state, "a directory refuses create/delete");
+		inode_put(fs, root);
+	}
+	if (ordfs_unmount(fs) != 0)
+		violation(workload, state, "unmount after recovery failed");
+	struct check_result res;
+	memset(&res, 0, sizeof(res));
+	res.report = quiet;
+	if (ordfs_check(img, &res) != 0 || res.problems)
+		violation(workload, state, "checker: %u problems", res.problems);
+	blockdev_destroy(img);
+}
+
+/* (a) every prefix of the write log, and (b) subsets between flushes. */
+static void enumerate(const char *workload, const struct run *r, uint64_t seed)
+{
+	struct logview lv = { 0 };
+	lv.ev = blockdev_record_events(r->rec, &lv.n);
+	lv.writes = calloc(lv.n + 1, sizeof(size_t));
+	lv.flushes = calloc(lv.n + 1, sizeof(size_t));
+	bool *include = calloc(lv.n + 1, sizeof(bool));
+	uint64_t *seen = calloc(MAX_STATES * 2, sizeof(uint64_t));
+	if (!lv.writes || !lv.flushes || !include || !seen)
+		goto out;
+	for (size_t i = 0; i < lv.n; i++) {
+		if (lv.ev[i].type == BD_EV_WRITE)
+			lv.writes[lv.nwrites++] = i;
+		else if (lv.ev[i].type == BD_EV_FLUSH)
+			lv.flushes[lv.nflushes++] = i;
+	}
+	uint64_t budget = MAX_STATES, nseen = 0;
+	char state[96];
+
+	/* (a) prefixes: the crash right after write w (or before any). */
+	for (size_t w = 0; w <= lv.nwrites && budget; w++, budget--) {
+		for (size_t k = 0; k < lv.nwrites; k++)
+			include[k] = k < w;
+		size_t limit = w < lv.nwrites ? lv.writes[w] : lv.n;
+		snprintf(state, sizeof(state), "prefix %zu/%zu", w, lv.nwrites);
+		check_state(workload, r, &lv, include, limit, state);
+	}
+
+	/* (b) between flush k-1 and flush k: the earlier writes all durable,
+	 * any subset of these. */
+	uint64_t rng = seed;
+	for (size_t k = 0; k < lv.nflushes && budget; k++) {
+		size_t lo = k ? lv.flushes[k - 1] : 0, hi = lv.flushes[k];
+		size_t first = 0, count = 0;
+		for (size_t w = 0; w < lv.nwrites; w++) {
+			if (lv.writes[w] < lo)
+				first = w + 1;
+			else if (lv.writes[w] < hi)
+				count++;
+		}
+		if (count < 2)
+			continue; /* prefixes covered it */
+		uint64_t total = count <= SUBSET_ALL_MAX ? (1ull << count) : 0;
+		uint64_t tries = total ? total : 200 + count * count;
+		for (uint64_t t = 0; t < tries && budget; t++) {
+			uint64_t mask;
+			if (total) {
+				mask = t;
+			} else if (t < count * count) {
+				/* pairs: all but writes t/count and t%count */
+				mask = ~0ull;
+				mask &= ~(1ull << (t / count % 64));
+				mask &= ~(1ull << (t % count % 64));
+			} else {
+				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+				mask = rng;
+			}
+			for (size_t w = 0; w < lv.nwrites; w++)
+				include[w] = w < first || (w < first + count && ((mask >> ((w - first) % 64)) & 1));
+			uint64_t key = fnv(include, lv.nwrites, 1469598103934665603ull);
+			bool dup = false;
+			for (uint64_t s = 0; s < nseen && !dup; s++)
+				dup = seen[s] == key;
+			if (dup)
+				continue;
+			if (nseen < MAX_STATES * 2)
+				seen[nseen++] = key;
+			budget--;
+			snprintf(state, sizeof(state), "flush %zu subset %#" PRIx64, k, mask);
+			check_state(workload, r, &lv, include, hi, state);
+		}
+	}
+out:
+	free(lv.writes);
+	free(lv.flushes);
+	free(include);
+	free(seen);
+}
+
+/* ---- workloads ------------------------------------------------------------ */
+
+typedef void (*workload_fn)(struct run *r, uint64_t seed);
+
+static void w_fsync_files(struct run *r, uint64_t seed)
+{
+	(void)seed;
+	op_mkdir(r, "A");
+	op_write(r, "A/f", 0, 5000, 1);
+	op_fsync(r, "A/f", false);
+	op_write(r, "B", 0, 100, 2); /* a file named B at the root */
+	op_fsync(r, "B", true);
+	op_write(r, "A/f", 3000, 9000, 3);
+	op_fsync(r, "A/f", false);
+}
+
+static void w_rename_replace(struct run *r, uint64_t seed)
+{
+	(void)seed;
+	op_write(r, "old", 0, 6000, 4);
+	op_fsync(r, "old", false);
+	op_write(r, "new.tmp", 0, 7000, 5);
+	op_rename(r, "new.tmp", "old"); /* replace via rename, no fsync */
+	op_sync(r);
+	op_fsync(r, "old", false);
+}
+
+static void w_truncate_fallocate(struct run *r, uint64_t seed)
+{
+	(void)seed;
+	op_write(r, "t", 0, 40000, 6);
+	op_fsync(r, "t", false);
+	op_truncate(r, "t", 5000);
+	op_fsync(r, "t", false);
+	op_fallocate(r, "t", 0x01 /* KEEP_SIZE */, 0, 80000);
+	op_fallocate(r, "t", 0x02 | 0x01 /* PUNCH_HOLE */, 4096, 4096);
+	op_fsync(r, "t", false);
+	op_write(r, "t", 70000, 3000, 7);
+	op_fsync(r, "t", true);
+}
+
+static void w_unlink_mkdir(struct run *r, uint64_t seed)
+{
+	(void)seed;
+	op_mkdir(r, "A");
+	op_mkdir(r, "A/C");
+	op_write(r, "A/C/x", 0, 12000, 8);
+	op_fsync(r, "A/C/x", false);
+	op_unlink(r, "A/C/x");
+	op_write(r, "A/y", 0, 3000, 9);
+	op_fsync(r, "A/y", false);
+	op_rename(r, "A/y", "B");
+	op_sync(r);
+}
+
+/* Two generated operations on the small file set, each followed or not
+ * by an fsync/fdatasync/sync (ACE-style). */
+static const char *const gen_files[] = { "A/f", "A/g", "B/h", "A/C/i" };
+
+static void gen_op(struct run *r, uint64_t *rng)
+{
+	*rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+	uint64_t x = *rng >> 11;
+	const char *f = gen_files[x % 4];
+	const char *g = gen_files[(x / 4) % 4];
+	switch ((x / 16) % 8) {
+	case 0: op_write(r, f, 0, 100 + x % 9000, (uint8_t)x); break;             /* overwrite */
+	case 1: op_write(r, f, (x / 128) % 20000, 1 + x % 6000, (uint8_t)(x >> 8)); break;
+	case 2: op_truncate(r, f, (x / 128) % 15000); break;
+	case 3: op_unlink(r, f); break;
+	case 4: op_rename(r, f, g); break;
+	case 5: op_fallocate(r, f, (x / 128) % 2 ? 0x03 : 0x01, (x / 256) % 16384, 1 + x % 12000); break;
+	case 6: op_fallocate(r, f, 0x10 /* ZERO_RANGE */, (x / 256) % 16384, 1 + x % 8000); break;
+	default: op_mkdir(r, (x / 128) % 2 ? "A/C" : "B/D"); break;
+	}
+	switch ((x / 4096) % 4) {
+	case 0: op_fsync(r, f, false); break;
+	case 1: op_fsync(r, f, true); break;
+	case 2: op_sync(r); break;
+	default: break; /* no sync */
+	}
+}
+
+static void w_generated(struct run *r, uint64_t seed)
+{
+	op_mkdir(r, "A");
+	op_mkdir(r, "B");
+	op_mkdir(r, "A/C");
+	for (unsigned i = 0; i < 4; i++)
+		op_write(r, gen_files[i], 0, 2000 + i * 3000, (uint8_t)(i + 10));
+	op_sync(r);
+	uint64_t rng = seed;
+	gen_op(r, &rng);
+	gen_op(r, &rng);
+}
+
+static void run_workload(const char *name, workload_fn fn, uint64_t seed,
+			 enum journal_data_mode mode, uint32_t journal_blocks)
+{
+	struct run r;
+	char label[96];
+	snprintf(label, sizeof(label), "%s seed %" PRIu64 " %s journal %u", name, seed,
+		 mode == JOURNAL_DATA_ORDERED ? "ordered" : "writeback", journal_blocks);
+	const char *why;
+	(void)why;
+	if (run_start(&r, mode, journal_blocks) != 0) {
+		violation(label, "setup", "could not make and mount the image");
+		return;
+	}
+	fn(&r, seed);
+	/* The crash may come before the unmount: enumerate what is logged. */
+	enumerate(label, &r, seed);
+	workloads_run++;
+	(void)ordfs_unmount(r.fs);
+	blockdev_destroy(r.rec);
+	blockdev_destroy(r.mem);
+	free(r.base);
+}
+
+int main(int argc, char **argv)
+{
+	bool longrun = false;
+	uint64_t seed = 1;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--long") == 0)
+			longrun = true;
+		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+			seed = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "-v") == 0)
+			verbose = true;
+		else {
+			fprintf(stderr, "usage: crash [--long] [--seed N] [-v]\n");
+			return 2;
+		}
+	}
+	static const struct { const char *name; workload_fn fn; } fixed[] = {
+		{ "fsync-files", w_fsync_files },
+		{ "rename-replace", w_rename_replace },
+		{ "truncate-fallocate", w_truncate_fallocate },
+		{ "unlink-mkdir", w_unlink_mkdir },
+	};
+	enum journal_data_mode modes[] = { JOURNAL_DATA_ORDERED, JOURNAL_DATA_WRITEBACK };
+	for (unsigned m = 0; m < 2; m++)
+		for (unsigned i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+			run_workload(fixed[i].name, fixed[i].fn, seed, modes[m], 0);
+			run_workload(fixed[i].name, fixed[i].fn, seed, modes[m], 64);
+		}
+	unsigned generated = longrun ? 2000 : 40;
+	for (unsigned i = 0; i < generated; i++)
+		run_workload("generated-2op", w_generated, seed * 1000003u + i,
+			     i % 4 == 3 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_ORDERED,
+			     i % 2 ? 64 : 0);
+	printf("crash: %" PRIu64 " workloads, %" PRIu64 " crash states checked, %" PRIu64
+	       " violations\n", workloads_run, states_checked, violations);
+	return violations ? 1 : 0;
+}
