@@ -12,7 +12,10 @@
  *       sample), deduplicated;
  * and checks each one: the mount replays the journal; every file whose
  * fsync returned before the crash point (and was not touched since) has
- * exactly its bytes and size; a file and a directory can be created and
+ * exactly its bytes and size; a durable file being renamed is under
+ * exactly one of its two names; in data=ordered a rename over a durable
+ * file leaves the old or the new bytes there, never an empty or partial
+ * file (replace-via-rename); a file and a directory can be created and
  * removed in every directory; after unmount the checker finds nothing.
  *
  * Usage: crash [--long] [--seed N]
@@ -230,15 +233,28 @@ static void op_unlink(struct run *r, const char *path)
 	inode_put(r->fs, dir);
 }
 
+/* "R from to hash size": a rename of a file with these bytes; the oracle
+ * holds it to old-or-new (the file under exactly one of the names if it
+ * was durable under from; under to, the old or the new bytes, if to was
+ * durable: replace-via-rename). */
 static void op_rename(struct run *r, const char *from, const char *to)
 {
 	const char *fname, *tname;
 	struct inode *fd = parent_of(r->fs, from, &fname), *td = parent_of(r->fs, to, &tname);
-	if (fd && td) {
+	struct inode *f = walk(r->fs, from);
+	if (fd && td && f && S_ISREG(f->d.mode)) {
+		uint64_t size, h = file_hash(r->fs, f, &size);
+		char m[300];
+		snprintf(m, sizeof(m), "R %s %s %" PRIu64 " %" PRIu64, from, to, h, size);
+		blockdev_record_mark(r->rec, m);
+		(void)ordfs_rename(r->fs, fd, fname, td, tname, 0);
+	} else if (fd && td) {
 		mark_touched(r, from);
 		mark_touched(r, to);
 		(void)ordfs_rename(r->fs, fd, fname, td, tname, 0);
 	}
+	if (f)
+		inode_put(r->fs, f);
 	if (fd)
 		inode_put(r->fs, fd);
 	if (td)
@@ -287,8 +303,25 @@ struct logview {
 struct expectation {
 	char path[128];
 	uint64_t hash, size;
-	bool binding;
+	bool binding;      /* exactly these bytes */
+	bool either;       /* these bytes or alt (a replace-via-rename) */
+	uint64_t alt_hash, alt_size;
+	char pair[128];    /* a durable file renamed to pair: under exactly one */
 };
+
+static struct expectation *find_exp(struct expectation *v, unsigned *n, unsigned max,
+				    const char *path)
+{
+	for (unsigned k = 0; k < *n; k++)
+		if (strcmp(v[k].path, path) == 0)
+			return &v[k];
+	if (*n == max)
+		return NULL;
+	struct expectation *e = &v[(*n)++];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->path, sizeof(e->path), "%s", path);
+	return e;
+}
 
 static unsigned expectations(const struct logview *lv, size_t limit, struct expectation *out,
 			     unsigned max)
@@ -298,27 +331,69 @@ static unsigned expectations(const struct logview *lv, size_t limit, struct expe
 		if (lv->ev[i].type != BD_EV_MARK)
 			continue;
 		const char *m = (const char *)lv->ev[i].data;
-		char path[128];
+		char path[128], to[128];
 		uint64_t h = 0, size = 0;
+		if (m[0] == 'R' &&
+		    sscanf(m, "R %127s %127s %" SCNu64 " %" SCNu64, path, to, &h, &size) == 4) {
+			struct expectation *fe = find_exp(out, &n, max, path);
+			struct expectation *te = find_exp(out, &n, max, to);
+			if (!fe || !te)
+				continue;
+			bool from_durable = fe->binding && fe->hash == h && fe->size == size;
+			bool to_durable = te->binding;
+			uint64_t old_h = te->hash, old_size = te->size;
+			memset(te->pair, 0, sizeof(te->pair));
+			te->binding = te->either = false;
+			if (to_durable && strcmp(path, to) != 0) {
+				te->either = true; /* old bytes of to, or the renamed file */
+				te->hash = old_h;
+				te->size = old_size;
+				te->alt_hash = h;
+				te->alt_size = size;
+			}
+			fe->binding = fe->either = false;
+			if (from_durable && strcmp(path, to) != 0) {
+				/* The file is under exactly one of the two names. */
+				snprintf(fe->pair, sizeof(fe->pair), "%s", to);
+				fe->hash = h;
+				fe->size = size;
+			} else {
+				fe->pair[0] = 0;
+			}
+			continue;
+		}
 		bool durable = m[0] == 'D';
 		if (durable && sscanf(m, "D %127s %" SCNu64 " %" SCNu64, path, &h, &size) != 3)
 			continue;
 		if (!durable && sscanf(m, "T %127s", path) != 1)
 			continue;
-		unsigned k = 0;
-		while (k < n && strcmp(out[k].path, path) != 0)
-			k++;
-		if (k == n) {
-			if (n == max)
-				continue;
-			snprintf(out[n].path, sizeof(out[n].path), "%s", path);
-			n++;
-		}
-		out[k].binding = durable;
-		out[k].hash = h;
-		out[k].size = size;
+		struct expectation *e = find_exp(out, &n, max, path);
+		if (!e)
+			continue;
+		e->binding = durable;
+		e->either = false;
+		e->pair[0] = 0;
+		e->hash = h;
+		e->size = size;
+		/* A change of a rename's target ends the rename's promise. */
+		for (unsigned k = 0; k < n; k++)
+			if (out[k].pair[0] && strcmp(out[k].pair, path) == 0)
+				out[k].pair[0] = 0;
 	}
 	return n;
+}
+
+/* Whether path exists as a regular file, with its bytes' hash. */
+static bool has_bytes(struct ordfs *fs, const char *path, uint64_t *h, uint64_t *size)
+{
+	struct inode *f = walk(fs, path);
+	if (!f)
+		return false;
+	bool reg = S_ISREG(f->d.mode);
+	if (reg)
+		*h = file_hash(fs, f, size);
+	inode_put(fs, f);
+	return reg;
 }
 
 /* Every directory of the image can take a new file and a new directory,
@@ -384,19 +459,28 @@ static void check_state(const char *workload, const struct run *r, const struct 
 	}
 	struct expectation ex[64];
 	unsigned nex = expectations(lv, limit, ex, 64);
+	bool ordered = opts.data_mode == JOURNAL_DATA_ORDERED;
 	for (unsigned i = 0; i < nex; i++) {
-		if (!ex[i].binding)
-			continue;
-		struct inode *f = walk(fs, ex[i].path);
-		if (!f) {
-			violation(workload, state, "%s: fsync returned, file missing", ex[i].path);
-			continue;
+		const struct expectation *e = &ex[i];
+		if (e->binding || (e->either && ordered)) {
+			uint64_t size = 0, h = 0;
+			bool there = has_bytes(fs, e->path, &h, &size);
+			bool ok = there && ((h == e->hash && size == e->size) ||
+					    (e->either && h == e->alt_hash && size == e->alt_size));
+			if (!ok)
+				violation(workload, state, "%s: %s, found %s (%" PRIu64 " bytes)", e->path,
+					  e->either ? "old or new bytes expected (replace via rename)"
+						    : "fsync returned",
+					  there ? "other bytes" : "no file", size);
 		}
-		uint64_t size, h = file_hash(fs, f, &size);
-		inode_put(fs, f);
-		if (h != ex[i].hash || size != ex[i].size)
-			violation(workload, state, "%s: fsync returned %" PRIu64 " bytes, found %" PRIu64
-				  " (or other bytes)", ex[i].path, ex[i].size, size);
+		if (e->pair[0]) {
+			uint64_t s1 = 0, s2 = 0, h1 = 0, h2 = 0;
+			bool a = has_bytes(fs, e->path, &h1, &s1) && h1 == e->hash && s1 == e->size;
+			bool b = has_bytes(fs, e->pair, &h2, &s2) && h2 == e->hash && s2 == e->size;
+			if (a == b)
+				violation(workload, state, "rename %s -> %s: the file is under %s", e->path,
+					  e->pair, a ? "both names" : "neither name");
+		}
 	}
 	struct inode *root;
 	if (inode_get(fs, ORDFS_ROOT_INO, &root) == 0) {
@@ -514,9 +598,14 @@ static void w_rename_replace(struct run *r, uint64_t seed)
 {
 	(void)seed;
 	op_write(r, "old", 0, 6000, 4);
+	op_write(r, "other", 0, 100, 6);
 	op_fsync(r, "old", false);
 	op_write(r, "new.tmp", 0, 7000, 5);
 	op_rename(r, "new.tmp", "old"); /* replace via rename, no fsync */
+	/* Another file's fsync commits the rename before any writeback of
+	 * new.tmp's data would: without auto_da_alloc, "old" is empty here. */
+	op_write(r, "other", 0, 200, 7);
+	op_fsync(r, "other", false);
 	op_sync(r);
 	op_fsync(r, "old", false);
 }
