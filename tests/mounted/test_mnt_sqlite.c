@@ -1,0 +1,193 @@
+/*
+ * test_mnt_sqlite.c - SQLite as a real client: numbered transactions on
+ * the mounted filesystem, the daemon killed with SIGKILL at a random
+ * moment, then remounted (journal replay).  Every transaction whose
+ * COMMIT returned is there, none is half there (each one inserts a row
+ * and bumps a counter: the counter equals the row count), and
+ * `PRAGMA integrity_check` says ok.
+ *
+ * Both of SQLite's durable modes: the rollback journal with
+ * synchronous=EXTRA (only then does SQLite fsync the directory after
+ * deleting the journal, its commit point) and WAL with synchronous=FULL.
+ * ORDFS_SQLITE_ROUNDS (default 3) rounds per mode; ORDFS_KILL_SEED seeds
+ * the kill times.
+ *
+ * The manifest of committed transactions lives outside the mount: the
+ * client appends the id after COMMIT returns and fsyncs the manifest.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mnt_helpers.h"
+
+static unsigned rounds(void)
+{
+	const char *s = getenv("ORDFS_SQLITE_ROUNDS");
+	return s && atoi(s) > 0 ? (unsigned)atoi(s) : 3;
+}
+
+static int exec_sql(sqlite3 *db, const char *sql)
+{
+	return sqlite3_exec(db, sql, NULL, NULL, NULL);
+}
+
+/* The client: runs until an error (the daemon died) or it is killed. */
+static void client(const char *db_path, const char *manifest, bool wal)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sqlite3 *db;
+	if (sqlite3_open(db_path, &db) != SQLITE_OK)
+		_exit(2);
+	sqlite3_busy_timeout(db, 1000);
+	if (exec_sql(db, wal ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+			     : "PRAGMA journal_mode=DELETE; PRAGMA synchronous=EXTRA;") != SQLITE_OK)
+		_exit(3);
+	if (exec_sql(db, "CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, payload BLOB);"
+			 "CREATE TABLE IF NOT EXISTS c(k INTEGER PRIMARY KEY, n INTEGER);"
+			 "INSERT OR IGNORE INTO c VALUES (1, 0);") != SQLITE_OK)
+		_exit(4);
+	int mfd = open(manifest, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (mfd < 0)
+		_exit(5);
+	sqlite3_stmt *ins;
+	if (sqlite3_prepare_v2(db, "INSERT INTO t(id, payload) VALUES (?, randomblob(?))", -1, &ins,
+			       NULL) != SQLITE_OK)
+		_exit(6);
+	/* Go on from where the last round's database ended. */
+	long first = 1;
+	sqlite3_stmt *mx;
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) + 1 FROM t", -1, &mx, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_step(mx) == SQLITE_ROW)
+		first = (long)sqlite3_column_int64(mx, 0);
+	sqlite3_finalize(mx);
+	for (long id = first;; id++) {
+		if (exec_sql(db, "BEGIN") != SQLITE_OK)
+			_exit(0);
+		sqlite3_bind_int64(ins, 1, id);
+		sqlite3_bind_int(ins, 2, 100 + (int)(id % 3000));
+		int rc = sqlite3_step(ins);
+		sqlite3_reset(ins);
+		if (rc != SQLITE_DONE || exec_sql(db, "UPDATE c SET n = n + 1 WHERE k = 1") != SQLITE_OK ||
+		    exec_sql(db, "COMMIT") != SQLITE_OK)
+			_exit(0); /* the filesystem went away */
+		char line[32];
+		int len = snprintf(line, sizeof(line), "%ld\n", id);
+		if (write(mfd, line, (size_t)len) != len || fsync(mfd) != 0)
+			_exit(7);
+	}
+}
+
+/* The last id the manifest holds (0 if none). */
+static long last_committed(const char *manifest)
+{
+	char *text = mnt_slurp(manifest, NULL);
+	long last = 0;
+	for (char *p = text; p && *p;) {
+		last = strtol(p, &p, 10);
+		while (*p == '\n')
+			p++;
+	}
+	free(text);
+	return last;
+}
+
+static long query_long(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	long v = -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = (long)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static void verify(const char *db_path, long committed, const char *mode, unsigned round)
+{
+	sqlite3 *db;
+	ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	const char *ok = (const char *)sqlite3_column_text(st, 0);
+	ck_assert_msg(ok && strcmp(ok, "ok") == 0, "%s round %u: integrity_check: %s", mode, round,
+		      ok ? ok : "(null)");
+	sqlite3_finalize(st);
+	long rows = query_long(db, "SELECT count(*) FROM t");
+	long max = query_long(db, "SELECT coalesce(max(id), 0) FROM t");
+	long counter = query_long(db, "SELECT n FROM c WHERE k = 1");
+	ck_assert_msg(rows == max, "%s round %u: %ld rows but max id %ld (a hole)", mode, round,
+		      rows, max);
+	ck_assert_msg(counter == rows, "%s round %u: counter %ld, rows %ld (half a transaction)",
+		      mode, round, counter, rows);
+	ck_assert_msg(max >= committed, "%s round %u: COMMIT of %ld returned, only %ld there", mode,
+		      round, committed, max);
+	printf("  %s round %u: %ld transactions committed before the kill, %ld in the database\n",
+	       mode, round, committed, max);
+	sqlite3_close(db);
+}
+
+static void sqlite_rounds(bool wal)
+{
+	const char *mode = wal ? "WAL" : "rollback journal";
+	const char *seed_env = getenv("ORDFS_KILL_SEED");
+	unsigned seed = seed_env ? (unsigned)atoi(seed_env) : (unsigned)time(NULL);
+	printf("sqlite %s: ORDFS_KILL_SEED=%u\n", mode, seed);
+	srand(seed);
+	struct mnt m;
+	mnt_setup(&m, "256M");
+	const char *manifest = mnt_host_path(&m, "manifest");
+	char db_path[MNT_FILE_LEN + 16];
+	snprintf(db_path, sizeof(db_path), "%s/test.db", m.mountpoint);
+	for (unsigned r = 0; r < rounds(); r++) {
+		mnt_start(&m, "commit=1");
+		pid_t pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0)
+			client(db_path, manifest, wal);
+		usleep((useconds_t)(300000 + rand() % 900000));
+		mnt_kill9(&m);
+		int status;
+		kill(pid, SIGKILL);
+		ck_assert_int_eq(mnt_wait_pid(pid, 20000, &status), 0);
+		ck_assert_msg(!WIFEXITED(status) || WEXITSTATUS(status) == 0,
+			      "%s round %u: the client failed to start (exit %d)", mode, r,
+			      WEXITSTATUS(status));
+		long committed = last_committed(manifest);
+		mnt_start(&m, "commit=1"); /* replays */
+		verify(db_path, committed, mode, r);
+		mnt_stop(&m);
+		mnt_check(&m);
+	}
+	mnt_finish(&m);
+}
+
+START_TEST(test_sqlite_rollback_journal)
+{
+	sqlite_rounds(false);
+}
+END_TEST
+
+START_TEST(test_sqlite_wal)
+{
+	sqlite_rounds(true);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("mounted sqlite");
+	TCase *tc = tcase_create("sqlite");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_sqlite_rollback_journal);
+	tcase_add_test(tc, test_sqlite_wal);
+	suite_add_tcase(s, tc);
+	return mnt_run_suite(s);
+}
