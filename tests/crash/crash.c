@@ -819,8 +819,6 @@ static void run_workload(const char *name, workload_fn fn, uint64_t seed,
 	char label[96];
 	snprintf(label, sizeof(label), "%s seed %" PRIu64 " %s journal %u", name, seed,
 		 mode == JOURNAL_DATA_ORDERED ? "ordered" : "writeback", journal_blocks);
-	const char *why;
-	(void)why;
 	if (run_start(&r, mode, journal_blocks) != 0) {
 		violation(label, "setup", "could not make and mount the image");
 		return;
