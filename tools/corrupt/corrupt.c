@@ -363,28 +363,6 @@ static int damage_orphan_head(struct job *j, const struct targets *inodes)
 	return err ? err : blockdev_flush(j->bd);
 }
 
-/* An in-use inode's bit cleared in the inode bitmap, checksum recomputed. */
-static void clear_inode_bit(struct job *j, uint8_t *blk, uint64_t bitmap_block)
-{
-	(void)bitmap_block;
-	uint32_t bits = ordfs_bits_per_bitmap_block(j->bs);
-	uint32_t bit = (uint32_t)((j->target - 1) % bits); /* bit i: inode i + 1 */
-	blk[ORDFS_BLOCK_HDR_SIZE + bit / 8] &= (uint8_t)~(1u << (bit % 8));
-	ordfs_block_csum_set(blk, j->bs, j->sb.csum_seed);
-}
-
-static int damage_ibitmap_free(struct job *j, const struct targets *inodes)
-{
-	if (inodes->n == 0)
-		return -ENOENT;
-	uint64_t ino = inodes->v[below(&j->rng, inodes->n)];
-	uint32_t bits = ordfs_bits_per_bitmap_block(j->bs);
-	snprintf(j->what, j->what_len, "ibitmap-free: inode %llu marked free",
-		 (unsigned long long)ino);
-	j->target = ino;
-	return rewrite_block(j, j->sb.inode_bitmap_start + (ino - 1) / bits, clear_inode_bit);
-}
-
 /* A second name, in the root, for a directory that has one: the kind of
  * damage only a buggy filesystem makes, so it is made through the
  * filesystem's own directory code in a handle. */
@@ -474,27 +452,30 @@ static int damage_super(struct job *j)
 	return err;
 }
 
-/* A used data block's bit cleared, bitmap checksum recomputed. */
-static void clear_bit_of(struct job *j, uint8_t *blk, uint64_t bitmap_block)
+/* Clears bit j->target (counted from the start of its bitmap area) in a
+ * bitmap block, checksum recomputed. */
+static void clear_bit(struct job *j, uint8_t *blk, uint64_t bitmap_block)
 {
 	(void)bitmap_block;
-	uint32_t bits = ordfs_bits_per_bitmap_block(j->bs);
-	uint32_t bit = (uint32_t)(j->target % bits);
-	blk[24 + bit / 8] &= (uint8_t)~(1u << (bit % 8));
+	uint32_t bit = (uint32_t)(j->target % ordfs_bits_per_bitmap_block(j->bs));
+	blk[ORDFS_BLOCK_HDR_SIZE + bit / 8] &= (uint8_t)~(1u << (bit % 8));
 	ordfs_block_csum_set(blk, j->bs, j->sb.csum_seed);
 }
 
-static int damage_bitmap_free(struct job *j, const struct targets *data)
+/* Something in use marked free: a data block in the block bitmap, or
+ * (inodes) an inode in the inode bitmap, where bit i is inode i + 1. */
+static int damage_mark_free(struct job *j, const struct targets *t, bool inodes)
 {
-	if (data->n == 0)
+	if (t->n == 0)
 		return -ENOENT;
-	uint64_t b = data->v[below(&j->rng, data->n)];
-	uint32_t bits = ordfs_bits_per_bitmap_block(j->bs);
-	uint64_t bitmap_block = j->sb.block_bitmap_start + b / bits;
-	snprintf(j->what, j->what_len, "bitmap-free: block %llu marked free",
-		 (unsigned long long)b);
-	j->target = b;
-	return rewrite_block(j, bitmap_block, clear_bit_of);
+	uint64_t item = t->v[below(&j->rng, t->n)];
+	uint64_t bit = inodes ? item - 1 : item;
+	uint64_t area = inodes ? j->sb.inode_bitmap_start : j->sb.block_bitmap_start;
+	snprintf(j->what, j->what_len, "%s: %s %llu marked free",
+		 inodes ? "ibitmap-free" : "bitmap-free", inodes ? "inode" : "block",
+		 (unsigned long long)item);
+	j->target = bit;
+	return rewrite_block(j, area + bit / ordfs_bits_per_bitmap_block(j->bs), clear_bit);
 }
 
 /* Log blocks of the transactions in the journal (empty log: none). */
@@ -604,7 +585,7 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		err = pick_block(&j, &f.extent_blocks, "extent-csum", change_keep_csum);
 		break;
 	case CORRUPT_BITMAP_FREE:
-		err = damage_bitmap_free(&j, &f.data_blocks);
+		err = damage_mark_free(&j, &f.data_blocks, false);
 		break;
 	case CORRUPT_FILE_SIZE:
 	case CORRUPT_BLOCK_COUNT:
@@ -625,7 +606,7 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		err = change_inode_slot(&j, &f.xattr_inodes, kind, change_field, &f);
 		break;
 	case CORRUPT_IBITMAP_FREE:
-		err = damage_ibitmap_free(&j, &f.inodes);
+		err = damage_mark_free(&j, &f.inodes, true);
 		break;
 	case CORRUPT_DIR_HARDLINK:
 		err = damage_dir_hardlink(&j, bd);
