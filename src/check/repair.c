@@ -349,9 +349,12 @@ static int do_inode_fix(struct ordfs *fs, struct handle *h, void *arg)
 	return err;
 }
 
+/* /lost+found with a reference (created if missing), or NULL and an
+ * error (-ENOTDIR: the name is taken by something else). */
 static int lost_and_found(struct ordfs *fs, struct inode **out)
 {
 	struct inode *root;
+	*out = NULL;
 	int err = inode_get(fs, ORDFS_ROOT_INO, &root);
 	if (err)
 		return err;
@@ -361,8 +364,11 @@ static int lost_and_found(struct ordfs *fs, struct inode **out)
 		err = ordfs_mkdir(fs, root, LOST_AND_FOUND, 0700, &cred, out);
 	} else if (!err && !S_ISDIR((*out)->d.mode)) {
 		inode_put(fs, *out);
+		*out = NULL;
 		err = -ENOTDIR;
 	}
+	if (err)
+		*out = NULL;
 	inode_put(fs, root);
 	return err;
 }
@@ -390,7 +396,7 @@ static int stage_mounted(struct blockdev *bd, const struct check_findings *f, ui
 		err = with_handle(fs, do_entry, &op);
 	}
 	if (!err && f->unreachable.n) {
-		struct inode *lf;
+		struct inode *lf = NULL;
 		err = lost_and_found(fs, &lf);
 		for (uint32_t i = 0; i < f->unreachable.n && !err; i++, ++*fixes) {
 			struct adopt_op op = { lf, f->unreachable.v[i] };
