@@ -349,8 +349,25 @@ static int do_inode_fix(struct ordfs *fs, struct handle *h, void *arg)
 	return err;
 }
 
-/* /lost+found with a reference (created if missing), or NULL and an
- * error (-ENOTDIR: the name is taken by something else). */
+/* A directory called name in the root, with a reference (created if
+ * missing); -ENOTDIR if the name is taken by something else. */
+static int root_dir_named(struct ordfs *fs, struct inode *root, const char *name,
+			  struct inode **out)
+{
+	int err = ordfs_lookup(fs, root, name, out);
+	if (err == -ENOENT) {
+		struct ordfs_cred cred = { 0, 0 };
+		return ordfs_mkdir(fs, root, name, 0700, &cred, out);
+	}
+	if (!err && !S_ISDIR((*out)->d.mode)) {
+		inode_put(fs, *out);
+		err = -ENOTDIR;
+	}
+	return err;
+}
+
+/* /lost+found with a reference, created if missing; if that name is
+ * taken by something that is not a directory, /lost+found.fsck. */
 static int lost_and_found(struct ordfs *fs, struct inode **out)
 {
 	struct inode *root;
@@ -358,15 +375,9 @@ static int lost_and_found(struct ordfs *fs, struct inode **out)
 	int err = inode_get(fs, ORDFS_ROOT_INO, &root);
 	if (err)
 		return err;
-	err = ordfs_lookup(fs, root, LOST_AND_FOUND, out);
-	if (err == -ENOENT) {
-		struct ordfs_cred cred = { 0, 0 };
-		err = ordfs_mkdir(fs, root, LOST_AND_FOUND, 0700, &cred, out);
-	} else if (!err && !S_ISDIR((*out)->d.mode)) {
-		inode_put(fs, *out);
-		*out = NULL;
-		err = -ENOTDIR;
-	}
+	err = root_dir_named(fs, root, LOST_AND_FOUND, out);
+	if (err == -ENOTDIR)
+		err = root_dir_named(fs, root, LOST_AND_FOUND ".fsck", out);
 	if (err)
 		*out = NULL;
 	inode_put(fs, root);
