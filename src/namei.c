@@ -426,6 +426,27 @@ out_unlock:
 	return 0;
 }
 
+int ordfs_lookup_path(struct ordfs *fs, const char *path, struct inode **out)
+{
+	char copy[4096];
+	if (strlen(path) >= sizeof(copy))
+		return -ENAMETOOLONG;
+	strcpy(copy, path);
+	struct inode *cur;
+	int err = inode_get(fs, ORDFS_ROOT_INO, &cur);
+	char *save = NULL;
+	for (char *part = strtok_r(copy, "/", &save); part && !err;
+	     part = strtok_r(NULL, "/", &save)) {
+		struct inode *next;
+		err = ordfs_lookup(fs, cur, part, &next);
+		inode_put(fs, cur);
+		cur = err ? NULL : next;
+	}
+	if (!err)
+		*out = cur;
+	return err;
+}
+
 int ordfs_mkdir(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
 		const struct ordfs_cred *cred, struct inode **out)
 {

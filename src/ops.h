@@ -32,6 +32,9 @@ struct ordfs_cred {
 
 int ordfs_lookup(struct ordfs *fs, struct inode *dir, const char *name,
 		 struct inode **out);
+/* Looks up a '/'-separated path from the root ("" or "/" is the root);
+ * -ENAMETOOLONG past PATH_MAX, else ordfs_lookup's errors. */
+int ordfs_lookup_path(struct ordfs *fs, const char *path, struct inode **out);
 int ordfs_mkdir(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
 		const struct ordfs_cred *cred, struct inode **out);
 /* Creates a regular file (or another non-directory type via mode). */

@@ -119,21 +119,8 @@ static int run_start(struct run *r, enum journal_data_mode mode, uint32_t journa
 /* Looks up a path ("a/b/c") from the root; NULL if any part is missing. */
 static struct inode *walk(struct ordfs *fs, const char *path)
 {
-	struct inode *cur;
-	if (inode_get(fs, ORDFS_ROOT_INO, &cur))
-		return NULL;
-	char copy[128];
-	snprintf(copy, sizeof(copy), "%s", path);
-	char *save = NULL;
-	for (char *part = strtok_r(copy, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
-		struct inode *next;
-		int err = ordfs_lookup(fs, cur, part, &next);
-		inode_put(fs, cur);
-		if (err)
-			return NULL;
-		cur = next;
-	}
-	return cur;
+	struct inode *f;
+	return ordfs_lookup_path(fs, path, &f) == 0 ? f : NULL;
 }
 
 /* The parent directory of path and the last component. */

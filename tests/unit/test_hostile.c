@@ -365,21 +365,8 @@ static void manifest_dir(struct ordfs *fs, struct inode *dir, const char *prefix
 
 static struct inode *lookup_path(struct ordfs *fs, const char *path)
 {
-	struct inode *cur;
-	if (inode_get(fs, ORDFS_ROOT_INO, &cur) != 0)
-		return NULL;
-	char copy[300];
-	snprintf(copy, sizeof(copy), "%s", path);
-	char *save = NULL;
-	for (char *part = strtok_r(copy, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
-		struct inode *next;
-		int err = ordfs_lookup(fs, cur, part, &next);
-		inode_put(fs, cur);
-		if (err)
-			return NULL;
-		cur = next;
-	}
-	return cur;
+	struct inode *f;
+	return ordfs_lookup_path(fs, path, &f) == 0 ? f : NULL;
 }
 
 static struct ordfs *mount_ro(struct blockdev *bd)

@@ -159,6 +159,17 @@ static void found_free(struct found *f)
 	free(f->xattr_inodes.v);
 }
 
+/* A read-write mount that commits only when asked (the tool's own
+ * changes: a populated tree, a second directory name). */
+static int mount_rw(struct blockdev *bd, struct ordfs **fs)
+{
+	struct ordfs_options opts;
+	ordfs_options_default(&opts);
+	opts.commit_interval_ms = 0;
+	const char *why;
+	return ordfs_mount(bd, &opts, fs, &why);
+}
+
 /* ---- the damage --------------------------------------------------------- */
 
 struct job {
@@ -368,12 +379,8 @@ static int damage_orphan_head(struct job *j, const struct targets *inodes)
  * filesystem's own directory code in a handle. */
 static int damage_dir_hardlink(struct job *j, struct blockdev *bd)
 {
-	struct ordfs_options opts;
-	ordfs_options_default(&opts);
-	opts.commit_interval_ms = 0;
 	struct ordfs *fs;
-	const char *why;
-	int err = ordfs_mount(bd, &opts, &fs, &why);
+	int err = mount_rw(bd, &fs);
 	if (err)
 		return err;
 	struct inode *root = NULL, *dir = NULL;
@@ -626,12 +633,8 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 
 int corrupt_populate(struct blockdev *bd)
 {
-	struct ordfs_options opts;
-	ordfs_options_default(&opts);
-	opts.commit_interval_ms = 0;
 	struct ordfs *fs;
-	const char *why;
-	int err = ordfs_mount(bd, &opts, &fs, &why);
+	int err = mount_rw(bd, &fs);
 	if (err)
 		return err;
 	static const struct ordfs_cred cred = { 0, 0 };
