@@ -13,9 +13,17 @@
 
 /* ---- superblock ------------------------------------------------------- */
 
+#define COPY_CSUM_OFF (ORDFS_SB_COPY_SIZE - 4u) /* 508, in both superblocks */
+
 void ordfs_super_csum_set(uint8_t raw[ORDFS_SB_SIZE])
 {
-	le_put32(raw + 1020, ordfs_crc32c(~0u, raw, 1020));
+	for (uint32_t c = 0; c < ORDFS_SB_SIZE; c += ORDFS_SB_COPY_SIZE)
+		le_put32(raw + c + COPY_CSUM_OFF, ordfs_crc32c(~0u, raw + c, COPY_CSUM_OFF));
+}
+
+bool ordfs_super_copies_agree(const uint8_t in[ORDFS_SB_SIZE])
+{
+	return memcmp(in, in + ORDFS_SB_COPY_SIZE, ORDFS_SB_COPY_SIZE) == 0;
 }
 
 void ordfs_super_encode(const struct ordfs_super *sb, uint8_t out[ORDFS_SB_SIZE])
@@ -56,7 +64,8 @@ void ordfs_super_encode(const struct ordfs_super *sb, uint8_t out[ORDFS_SB_SIZE]
 	le_put32(out + 272, sb->csum_seed);
 	le_put32(out + 276, sb->last_error_code);
 	le_put64(out + 280, sb->last_error_time);
-	ordfs_super_csum_set(out);
+	le_put32(out + COPY_CSUM_OFF, ordfs_crc32c(~0u, out, COPY_CSUM_OFF));
+	memcpy(out + ORDFS_SB_COPY_SIZE, out, ORDFS_SB_COPY_SIZE);
 }
 
 static int fail(const char **why, const char *reason)
@@ -112,14 +121,14 @@ int ordfs_super_check_geometry(const struct ordfs_super *sb, const char **why)
 	return 0;
 }
 
-int ordfs_super_decode(const uint8_t in[ORDFS_SB_SIZE], struct ordfs_super *sb,
-		       const char **why)
+/* One 512-byte copy. */
+static int super_decode_copy(const uint8_t *in, struct ordfs_super *sb, const char **why)
 {
 	memset(sb, 0, sizeof(*sb));
 	sb->magic = le_get32(in + 0);
 	if (sb->magic != ORDFS_SB_MAGIC)
 		return fail(why, "not an ordfs image (bad magic)");
-	if (le_get32(in + 1020) != ordfs_crc32c(~0u, in, 1020))
+	if (le_get32(in + COPY_CSUM_OFF) != ordfs_crc32c(~0u, in, COPY_CSUM_OFF))
 		return fail(why, "bad superblock checksum");
 	sb->version = le_get32(in + 4);
 	sb->feature_compat = le_get32(in + 8);
@@ -170,6 +179,18 @@ int ordfs_super_decode(const uint8_t in[ORDFS_SB_SIZE], struct ordfs_super *sb,
 	if (sb->errors < ORDFS_ERRORS_CONTINUE || sb->errors > ORDFS_ERRORS_ABORT)
 		return fail(why, "bad errors= behaviour in superblock");
 	return ordfs_super_check_geometry(sb, why);
+}
+
+int ordfs_super_decode(const uint8_t in[ORDFS_SB_SIZE], struct ordfs_super *sb,
+		       const char **why)
+{
+	const char *why1;
+	int err = super_decode_copy(in, sb, why);
+	if (err && super_decode_copy(in + ORDFS_SB_COPY_SIZE, sb, &why1) == 0)
+		return 0;
+	if (err) /* both failed: report copy 0, the primary */
+		(void)super_decode_copy(in, sb, why);
+	return err;
 }
 
 /* ---- common metadata block header ------------------------------------- */
@@ -346,6 +367,12 @@ bool ordfs_jblock_valid(const uint8_t *blk, uint32_t block_size, uint32_t csum_s
 		       jblock_csum(blk, block_size, csum_seed);
 }
 
+void ordfs_journal_super_csum_set(uint8_t *blk, uint32_t csum_seed)
+{
+	for (uint32_t c = 0; c < ORDFS_SB_SIZE; c += ORDFS_SB_COPY_SIZE)
+		le_put32(blk + c + COPY_CSUM_OFF, ordfs_crc32c(csum_seed, blk + c, COPY_CSUM_OFF));
+}
+
 void ordfs_journal_super_encode(const struct ordfs_journal_super *js, uint32_t csum_seed,
 				uint8_t *blk)
 {
@@ -358,14 +385,18 @@ void ordfs_journal_super_encode(const struct ordfs_journal_super *js, uint32_t c
 	le_put64(blk + 32, js->sequence);
 	le_put32(blk + 40, (uint32_t)js->err);
 	memcpy(blk + 44, js->uuid, ORDFS_UUID_LEN);
-	ordfs_jblock_csum_set(blk, js->block_size, csum_seed);
+	le_put32(blk + COPY_CSUM_OFF, ordfs_crc32c(csum_seed, blk, COPY_CSUM_OFF));
+	memcpy(blk + ORDFS_SB_COPY_SIZE, blk, ORDFS_SB_COPY_SIZE);
 }
 
-int ordfs_journal_super_decode(const uint8_t *blk, uint32_t block_size,
-			       uint32_t csum_seed, struct ordfs_journal_super *js,
-			       const char **why)
+/* One 512-byte copy. */
+static int journal_super_decode_copy(const uint8_t *blk, uint32_t block_size,
+				     uint32_t csum_seed, struct ordfs_journal_super *js,
+				     const char **why)
 {
-	if (!ordfs_jblock_valid(blk, block_size, csum_seed, ORDFS_JB_SUPER, 0))
+	if (le_get32(blk) != ORDFS_JOURNAL_MAGIC || le_get32(blk + 4) != ORDFS_JB_SUPER ||
+	    le_get64(blk + 8) != 0 ||
+	    le_get32(blk + COPY_CSUM_OFF) != ordfs_crc32c(csum_seed, blk, COPY_CSUM_OFF))
 		return fail(why, "bad journal superblock (magic or checksum)");
 	js->block_size = le_get32(blk + 16);
 	js->total_blocks = le_get32(blk + 20);
@@ -381,4 +412,20 @@ int ordfs_journal_super_decode(const uint8_t *blk, uint32_t block_size,
 	if (js->start != 0 && (js->start < js->first || js->start >= js->total_blocks))
 		return fail(why, "journal start out of range");
 	return 0;
+}
+
+int ordfs_journal_super_decode(const uint8_t *blk, uint32_t block_size,
+			       uint32_t csum_seed, struct ordfs_journal_super *js,
+			       const char **why)
+{
+	const char *why1;
+	if (block_size < ORDFS_SB_SIZE)
+		return fail(why, "journal block size out of range");
+	int err = journal_super_decode_copy(blk, block_size, csum_seed, js, why);
+	if (err && journal_super_decode_copy(blk + ORDFS_SB_COPY_SIZE, block_size, csum_seed, js,
+					     &why1) == 0)
+		return 0;
+	if (err) /* both failed: report copy 0 */
+		(void)journal_super_decode_copy(blk, block_size, csum_seed, js, why);
+	return err;
 }

@@ -39,7 +39,8 @@
 
 #define ORDFS_SB_MAGIC 0x5344524fu /* "ORDS" read as little-endian bytes */
 #define ORDFS_VERSION 1u
-#define ORDFS_SB_SIZE 1024u
+#define ORDFS_SB_SIZE 1024u      /* the superblock area: two sector copies */
+#define ORDFS_SB_COPY_SIZE 512u  /* one copy: one 512-byte sector */
 #define ORDFS_MIN_BLOCK_LOG 10u /* 1 KiB */
 #define ORDFS_MAX_BLOCK_LOG 16u /* 64 KiB */
 #define ORDFS_INODE_SIZE 256u
@@ -77,6 +78,12 @@ uint32_t ordfs_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 
 /* ---- superblock (block 0, bytes 0..1023; backup in the last block) ----- */
 /*
+ * The 1024 bytes hold two identical 512-byte copies, each in its own
+ * sector with its own checksum: copy 0 at 0, copy 1 at 512.  A power cut
+ * that tears the write of block 0 leaves each sector old or new (or one
+ * sector garbage), so at least one copy is whole; decode takes copy 0 if
+ * it is valid, else copy 1.  Offsets below are within a copy.
+ *
  *   off size field
  *     0  4  magic                ORDFS_SB_MAGIC
  *     4  4  version              ORDFS_VERSION
@@ -113,8 +120,8 @@ uint32_t ordfs_crc32c_portable(uint32_t crc, const void *buf, size_t len);
  *   272  4  csum_seed            crc32c(~0, uuid); seeds every metadata csum
  *   276  4  last_error_code      errno of the last recorded error, 0 = none
  *   280  8  last_error_time
- *   288 ..1019 reserved, zero
- *  1020  4  checksum             crc32c over bytes 0..1019
+ *   288 ..507 reserved, zero
+ *   508  4  checksum             crc32c(~0, bytes 0..507 of this copy)
  */
 struct ordfs_super {
 	uint32_t magic;
@@ -154,14 +161,19 @@ struct ordfs_super {
 	uint64_t last_error_time;
 };
 
+/* Writes both copies. */
 void ordfs_super_encode(const struct ordfs_super *sb, uint8_t out[ORDFS_SB_SIZE]);
-/* Sets the checksum of raw superblock bytes (bytes 1020..1023). */
+/* Sets the checksum of each copy over that copy's own bytes. */
 void ordfs_super_csum_set(uint8_t raw[ORDFS_SB_SIZE]);
-/* Decodes and fully validates (magic, checksum, geometry, features).  On
- * failure returns a negative errno and, if why != NULL, a static one-line
- * reason ("bad superblock checksum", ...). */
+/* Decodes and fully validates (magic, checksum, geometry, features) copy
+ * 0, or copy 1 if copy 0 fails.  On failure of both returns copy 0's
+ * negative errno and, if why != NULL, a static one-line reason ("bad
+ * superblock checksum", ...). */
 int ordfs_super_decode(const uint8_t in[ORDFS_SB_SIZE], struct ordfs_super *sb,
 		       const char **why);
+/* True when the two copies are byte for byte the same (after a torn write
+ * they may not be; the next superblock write makes them so again). */
+bool ordfs_super_copies_agree(const uint8_t in[ORDFS_SB_SIZE]);
 /* Geometry checks only (used by decode and by mkfs before writing). */
 int ordfs_super_check_geometry(const struct ordfs_super *sb, const char **why);
 
@@ -392,8 +404,11 @@ enum ordfs_xattr_namespace {
  *   0 u32 magic ORDFS_JOURNAL_MAGIC, 4 u32 type (ORDFS_JB_*), 8 u64 sequence
  * and ends with a u32 crc32c(csum_seed, block with the tail zeroed).
  *
- * Journal superblock (log block 0):
- *   16 u32 block_size, 20 u32 total log blocks (== journal_blocks),
+ * Journal superblock (log block 0) is the exception to the tail checksum:
+ * like the filesystem superblock it is two identical 512-byte copies (at 0
+ * and 512, rest of the block zero), each ending in u32 crc32c(csum_seed,
+ * bytes 0..507 of the copy) at 508, so a torn write leaves one whole.
+ *   0 header (type ORDFS_JB_SUPER, sequence 0), 16 u32 block_size, 20 u32 total log blocks (== journal_blocks),
  *   24 u32 first (first usable log block, 1), 28 u32 start (log block of the
  *   oldest live transaction, 0 = log empty), 32 u64 sequence (of the
  *   transaction at `start`, or the next one when empty), 40 i32 errno
@@ -449,8 +464,13 @@ void ordfs_jblock_csum_set(uint8_t *blk, uint32_t block_size, uint32_t csum_seed
 bool ordfs_jblock_valid(const uint8_t *blk, uint32_t block_size, uint32_t csum_seed,
 			enum ordfs_journal_block_type type, uint64_t sequence);
 
+/* Writes both copies (blk is js->block_size bytes). */
 void ordfs_journal_super_encode(const struct ordfs_journal_super *js, uint32_t csum_seed,
 				uint8_t *blk);
+/* Sets the checksum of each copy over that copy's own bytes. */
+void ordfs_journal_super_csum_set(uint8_t *blk, uint32_t csum_seed);
+/* Decodes copy 0, or copy 1 if copy 0 fails; both failing gives copy 0's
+ * error. */
 int ordfs_journal_super_decode(const uint8_t *blk, uint32_t block_size,
 			       uint32_t csum_seed, struct ordfs_journal_super *js,
 			       const char **why);

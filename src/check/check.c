@@ -43,6 +43,7 @@ static const char *const problem_names[] = {
 	[CHK_ORPHAN] = "orphan-list",
 	[CHK_SUMMARY] = "summary-counts",
 	[CHK_XATTR] = "xattr-block",
+	[CHK_SUPER_COPY] = "superblock-copy",
 };
 
 const char *check_problem_name(enum check_problem code)

@@ -39,6 +39,7 @@ enum check_problem {
 	CHK_ORPHAN,             /* orphan list problem */
 	CHK_SUMMARY,            /* superblock free counts wrong (clean image) */
 	CHK_XATTR,              /* bad extended attribute block */
+	CHK_SUPER_COPY,         /* a superblock's two sector copies differ */
 };
 
 #define CHECK_PASSES 5u
@@ -83,6 +84,7 @@ struct check_findings {
 	CHECK_VEC(struct check_inode_fix) inode_fixes;
 	/* stage D, raw */
 	bool bitmaps_wrong, summary_wrong, clean_with_orphans;
+	bool super_copy_stale, journal_super_copy_stale; /* rewrite both copies */
 	uint8_t *blocks_found;  /* bit per block in use (metadata included) */
 	uint8_t *inodes_found;  /* bit per inode in use (bit i = inode i + 1) */
 	/* problems no stage handles */

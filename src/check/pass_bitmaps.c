@@ -1,8 +1,10 @@
 /*
  * pass_bitmaps.c - pass 5: the block bitmap against the blocks found (and
  * bitmap blocks failing their checksum); on a clean image the summary
- * counts and an empty orphan list.
- * Findings: the bitmaps and counts to rebuild (with what was found).
+ * counts and an empty orphan list; the two sector copies of the superblock
+ * and of the journal superblock agree.
+ * Findings: the bitmaps and counts to rebuild (with what was found), the
+ * superblocks to write again.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +14,31 @@
 #include <dirent.h>
 
 #include "check_internal.h"
+
+/* A torn superblock write leaves its copies different (one old, or one
+ * garbage); the filesystem reads the good one, the next write of that
+ * superblock heals it, and until then the image has one copy less. */
+static void check_super_copies(struct checker *c)
+{
+	const struct ordfs_super *sb = &c->fs->sb;
+	uint32_t bs = ordfs_block_size(sb);
+	uint8_t *raw = malloc(bs);
+	if (!raw)
+		return;
+	if (blockdev_read(c->fs->raw_bd, raw, ORDFS_SB_SIZE, 0) == 0 &&
+	    !ordfs_super_copies_agree(raw)) {
+		problem(c, CHK_SUPER_COPY, "the two copies of the superblock differ");
+		if (c->fx)
+			c->fx->super_copy_stale = true;
+	}
+	if (blockdev_read(c->fs->raw_bd, raw, bs, sb->journal_start * bs) == 0 &&
+	    !ordfs_super_copies_agree(raw)) {
+		problem(c, CHK_SUPER_COPY, "the two copies of the journal superblock differ");
+		if (c->fx)
+			c->fx->journal_super_copy_stale = true;
+	}
+	free(raw);
+}
 
 void pass_bitmap(struct checker *c)
 {
@@ -64,4 +91,5 @@ void pass_bitmap(struct checker *c)
 				c->fx->clean_with_orphans = true;
 		}
 	}
+	check_super_copies(c);
 }

@@ -214,6 +214,25 @@ static uint64_t count_bits(const uint8_t *bits, uint64_t n)
 	return c;
 }
 
+/* Both copies of the journal superblock from the one that decodes. */
+static int rewrite_journal_super(struct blockdev *bd, const struct ordfs_super *sb)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint8_t *blk = malloc(bs);
+	struct ordfs_journal_super js;
+	if (!blk)
+		return -ENOMEM;
+	int err = blockdev_read(bd, blk, bs, sb->journal_start * bs);
+	if (!err)
+		err = ordfs_journal_super_decode(blk, bs, sb->csum_seed, &js, NULL);
+	if (!err) {
+		ordfs_journal_super_encode(&js, sb->csum_seed, blk);
+		err = blockdev_write(bd, blk, bs, sb->journal_start * bs);
+	}
+	free(blk);
+	return err;
+}
+
 static int stage_bitmaps(struct blockdev *bd, const struct check_findings *f, uint32_t *fixes)
 {
 	struct ordfs_super sb;
@@ -235,6 +254,13 @@ static int stage_bitmaps(struct blockdev *bd, const struct check_findings *f, ui
 		if (f->clean_with_orphans)
 			sb.state &= ~ORDFS_STATE_CLEAN;
 		err = ordfs_write_super(bd, &sb, true);
+		++*fixes;
+	} else if (!err && f->super_copy_stale) {
+		err = ordfs_write_super(bd, &sb, false);
+		++*fixes;
+	}
+	if (!err && f->journal_super_copy_stale) {
+		err = rewrite_journal_super(bd, &sb);
 		++*fixes;
 	}
 	return err ? err : blockdev_flush(bd);
@@ -459,7 +485,8 @@ int ordfs_repair(struct blockdev *bd, unsigned flags,
 			;
 		else if (f.clear_inodes.n || f.empty_inodes.n || f.clone_blocks.n)
 			err = preen ? 0 : stage_inodes(bd, &sb, &f, &out->fixes);
-		else if (f.bitmaps_wrong || f.summary_wrong || f.clean_with_orphans)
+		else if (f.bitmaps_wrong || f.summary_wrong || f.clean_with_orphans ||
+			 f.super_copy_stale || f.journal_super_copy_stale)
 			err = stage_bitmaps(bd, &f, &out->fixes);
 		else if (f.drop_entries.n || f.retype_entries.n || f.unreachable.n)
 			err = preen ? 0 : stage_mounted(bd, &f, &out->fixes);

@@ -609,27 +609,10 @@ static void enumerate(const char *workload, const struct run *r, uint64_t seed)
 
 	/* (c) torn writes: the crash during write w; sectors old or new, or
 	 * one holding garbage. */
-	uint64_t jsb_off = 0;
-	{
-		struct ordfs_super sb;
-		const char *why;
-		struct blockdev *b0;
-		if (blockdev_mem_from(r->base, IMG, &b0) == 0) {
-			if (ordfs_read_super(b0, false, &sb, &why) == 0)
-				jsb_off = sb.journal_start * ordfs_block_size(&sb);
-			blockdev_destroy(b0);
-		}
-	}
 	for (size_t w = 0; w < lv.nwrites && budget; w++) {
 		const struct blockdev_event *e = &lv.ev[lv.writes[w]];
 		size_t sectors = (e->len + SECTOR - 1) / SECTOR;
 		if (sectors < 2)
-			continue;
-		/* Not yet survivable, so not enumerated (see the note in
-		 * tests/crash/README): a torn write of block 0 or of the journal
-		 * superblock leaves a block whose checksum fails, and nothing
-		 * else says where the journal is or where its tail was. */
-		if (e->off == 0 || e->off == jsb_off)
 			continue;
 		for (size_t k = 0; k < lv.nwrites; k++)
 			include[k] = k < w;
@@ -637,10 +620,15 @@ static void enumerate(const char *workload, const struct run *r, uint64_t seed)
 		const struct tear tears[] = {
 			{ w, all >> (sectors / 2 < 64 ? sectors / 2 : 63), -1 },  /* first half new */
 			{ w, all & ~(all >> (sectors / 2 < 64 ? sectors / 2 : 63)), -1 }, /* last half */
-			{ w, 1, -1 },                                            /* one sector */
+			{ w, 1, -1 },                                            /* sector 0 */
+			{ w, 2, -1 },                                            /* sector 1 */
 			{ w, all, (int)(fnv(&w, sizeof(w), seed) % sectors) },    /* garbage */
+			{ w, all, 0 },                                           /* garbage 0 */
 		};
-		for (unsigned t = 0; t < 4 && budget; t++, budget--) {
+		/* Sectors 0 and 1 alone matter for the two superblocks, whose
+		 * copies sit one per sector. */
+		for (unsigned t = 0; t < sizeof(tears) / sizeof(tears[0]) && budget;
+		     t++, budget--) {
 			snprintf(state, sizeof(state), "torn write %zu/%zu variant %u", w, lv.nwrites,
 				 t);
 			check_state(workload, r, &lv, include, &tears[t], lv.writes[w], state, false);

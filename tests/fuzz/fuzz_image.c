@@ -133,6 +133,8 @@ static void fix_checksum(uint8_t *img, uint32_t off)
 		uint32_t inum = (uint32_t)((blockno - sb->inode_table_start) * (BS / ORDFS_INODE_SIZE) +
 					   slot + 1);
 		ordfs_inode_csum_set(blk + slot * ORDFS_INODE_SIZE, inum, sb->csum_seed);
+	} else if (blockno == sb->journal_start) {
+		ordfs_journal_super_csum_set(blk, sb->csum_seed);
 	} else if (blockno >= sb->journal_start && blockno < sb->journal_start + sb->journal_blocks) {
 		if (le_get32(blk) == ORDFS_JOURNAL_MAGIC)
 			ordfs_jblock_csum_set(blk, BS, sb->csum_seed);

@@ -179,14 +179,16 @@ START_TEST(test_refuses_image_not_ordfs)
 	expect_refused(zeros, m.mountpoint, NULL, "zeros");
 	expect_refused(noise, m.mountpoint, NULL, "noise");
 	expect_refused(tiny, m.mountpoint, NULL, "tiny");
-	/* an ordfs image whose superblock magic is damaged */
+	/* an ordfs image whose superblock magic is damaged in both sector
+	 * copies (one damaged copy is survived: the other is used) */
 	size_t len;
 	char *img = mnt_slurp(m.image, &len);
 	ck_assert(img);
 	img[0] ^= 0x55;
+	img[512] ^= 0x55;
 	fd = open(m.image, O_WRONLY);
 	ck_assert_int_ge(fd, 0);
-	mnt_pwrite_all(fd, img, 1, 0);
+	mnt_pwrite_all(fd, img, 1024, 0);
 	MNT_OK(close(fd));
 	expect_refused(m.image, m.mountpoint, NULL, NULL);
 	free(img);

@@ -428,13 +428,15 @@ START_TEST(test_refused_mounts_leave_image_untouched)
 
 	struct ordfs *fs;
 	const char *why = NULL;
-	/* Bad superblock checksum. */
+	/* Bad superblock checksum in both copies. */
 	bytes[200] ^= 1;
+	bytes[ORDFS_SB_COPY_SIZE + 200] ^= 1;
 	memcpy(before, bytes, size);
 	ck_assert_int_eq(ordfs_mount(t.mem, &t.opts, &fs, &why), -EUCLEAN);
 	ck_assert_str_eq(why, "bad superblock checksum");
 	ck_assert_mem_eq(before, bytes, size);
 	bytes[200] ^= 1;
+	bytes[ORDFS_SB_COPY_SIZE + 200] ^= 1;
 	/* A too-new incompat feature. */
 	struct ordfs_super sb;
 	ck_assert_int_eq(ordfs_read_super(t.mem, false, &sb, &why), 0);

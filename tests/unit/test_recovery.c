@@ -1110,6 +1110,43 @@ END_TEST
 
 /* ---- bad journal superblock, bad geometry -------------------------------- */
 
+/* A torn write of the journal superblock: one sector copy garbage, or the
+ * copies from two different writes.  Recovery reads the whole copy (copy 0
+ * first), replays, and leaves both copies the same. */
+START_TEST(test_torn_journal_super_uses_a_whole_copy)
+{
+	struct fix f;
+	fix_setup(&f, 1024, 64);
+	struct txb t;
+	tx_begin(&t, &f, 7);
+	tx_copy_gen(&t, f.home, 1);
+	tx_commit(&t);
+	tx_write(&t, f.first);
+	uint8_t *jsb = image_block(&f, f.sb.journal_start);
+	write_jsuper(&f, f.first, 7, 0);
+	if (_i == 0) {
+		memset(jsb, 0x5a, ORDFS_SB_COPY_SIZE); /* copy 0 garbage */
+	} else {
+		uint8_t old[ORDFS_SB_SIZE];
+		memcpy(old, jsb, sizeof(old));
+		write_jsuper(&f, 0, 1, 0);               /* "old": empty log */
+		memcpy(jsb, old, ORDFS_SB_COPY_SIZE);    /* copy 0 from the new write */
+	}
+	ck_assert(!ordfs_super_copies_agree(jsb));
+	ck_assert_int_eq(journal_needs_recovery(f.mem, &f.sb), 1);
+	struct run r = recover(&f, 0);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert_uint_eq(r.info.transactions, 1);
+	ck_assert(home_is(&f, f.home, 1));
+	ck_assert(ordfs_super_copies_agree(jsb));
+	struct ordfs_journal_super js;
+	read_jsuper(&f, &js);
+	ck_assert_uint_eq(js.start, 0);
+	ck_assert_uint_eq(js.sequence, 8);
+	fix_free(&f);
+}
+END_TEST
+
 enum jsb_damage { JS_GARBAGE, JS_FLIP, JS_TOTAL, JS_FIRST, JS_START, JS_BSIZE, JS_COUNT };
 
 START_TEST(test_bad_journal_super_rejected)
@@ -1124,9 +1161,10 @@ START_TEST(test_bad_journal_super_rejected)
 		for (uint32_t i = 0; i < f.bs; i++)
 			jsb[i] = (uint8_t)(i * 37 + 11);
 		break;
-	case JS_FLIP:
+	case JS_FLIP: /* the same bit in both sector copies */
 		write_jsuper(&f, f.first, 1, 0);
 		jsb[30] ^= 1;
+		jsb[ORDFS_SB_COPY_SIZE + 30] ^= 1;
 		break;
 	case JS_TOTAL:
 		js.total_blocks = f.total + 1; /* decodes, but is not the fs's */
@@ -1143,7 +1181,8 @@ START_TEST(test_bad_journal_super_rejected)
 	case JS_BSIZE:
 		write_jsuper(&f, f.first, 1, 0);
 		le_put32(jsb + 16, 2048);
-		ordfs_jblock_csum_set(jsb, f.bs, f.sb.csum_seed);
+		le_put32(jsb + ORDFS_SB_COPY_SIZE + 16, 2048);
+		ordfs_journal_super_csum_set(jsb, f.sb.csum_seed);
 		break;
 	}
 	uint8_t *before = snapshot(&f);
@@ -1346,6 +1385,7 @@ static Suite *recovery_suite(void)
 	tcase_add_loop_test(tc, test_crash_during_recovery, 0, 2);
 	tcase_add_loop_test(tc, test_dry_run_changes_nothing, 0, 2);
 	tcase_add_loop_test(tc, test_bad_journal_super_rejected, 0, JS_COUNT);
+	tcase_add_loop_test(tc, test_torn_journal_super_uses_a_whole_copy, 0, 2);
 	tcase_add_test(tc, test_bad_fs_geometry_rejected);
 	tcase_add_loop_test(tc, test_hostile_random_log, 0, 2);
 	tcase_add_loop_test(tc, test_hostile_mutated_log, 0, 2);

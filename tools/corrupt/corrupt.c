@@ -30,7 +30,7 @@ static const char *const kind_names[CORRUPT_KINDS] = {
 	"dir-bits",     "dir-csum",      "extent-csum",  "bitmap-free",  "bitmap-bits",
 	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
-	"ibitmap-free", "xattr-range",   "dir-hardlink",
+	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -354,6 +354,22 @@ static int change_field(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_
 	return 0;
 }
 
+/* What a torn write of a superblock can leave: one of its two sector
+ * copies garbage (the seed picks the superblock and the copy). */
+static int damage_super_torn(struct job *j)
+{
+	bool journal = next_random(&j->rng) & 1;
+	unsigned copy = (unsigned)(next_random(&j->rng) & 1);
+	uint64_t off = (journal ? j->sb.journal_start * j->bs : 0) + copy * ORDFS_SB_COPY_SIZE;
+	uint8_t sector[ORDFS_SB_COPY_SIZE];
+	for (size_t i = 0; i < sizeof(sector); i++)
+		sector[i] = (uint8_t)next_random(&j->rng);
+	snprintf(j->what, j->what_len, "super-torn: %s superblock, copy %u",
+		 journal ? "journal" : "filesystem", copy);
+	int err = blockdev_write(j->bd, sector, sizeof(sector), off);
+	return err ? err : blockdev_flush(j->bd);
+}
+
 /* A clean image whose orphan list names an inode. */
 static int damage_orphan_head(struct job *j, const struct targets *inodes)
 {
@@ -549,6 +565,8 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 	j.bs = ordfs_block_size(&j.sb);
 	if (kind == CORRUPT_SUPER_CSUM)
 		return damage_super(&j);
+	if (kind == CORRUPT_SUPER_TORN)
+		return damage_super_torn(&j);
 
 	struct targets t = { 0 };
 	if (kind == CORRUPT_JOURNAL_BITS || kind == CORRUPT_JOURNAL_CSUM) {

@@ -46,6 +46,8 @@ enum corrupt_kind {
 	CORRUPT_XATTR_RANGE,     /* an xattr block past the end (valid checksum) */
 	CORRUPT_DIR_HARDLINK,    /* a second name for a directory (a read-write
 				    mount, through the journal) */
+	CORRUPT_SUPER_TORN,      /* one sector copy of the superblock or of the
+				  * journal superblock garbage (a torn write) */
 	CORRUPT_KINDS
 };
 
