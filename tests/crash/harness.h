@@ -1,0 +1,146 @@
+/*
+ * harness.h - the crash-state harness's parts and how they meet.
+ *
+ *   states.c    from a log of writes, flushes and marks, the images a power
+ *               cut could leave (prefixes, reorderings between flushes, torn
+ *               writes, crashes during recovery), each handed to an oracle;
+ *   workload.c  the library side: an image behind the recording device, the
+ *               operations of the workloads and the marks they leave;
+ *   oracle.c    what must hold on a crash image of a library workload;
+ *   workloads.c the handwritten workloads and the ACE-style generator;
+ *   crash.c     the tiers (bounded, --long), workers and the summary;
+ *   logfile.c   reads a log the daemon streamed (ORDFS_TEST_RECORD);
+ *   sqlite.c    crash_sqlite: the states of a logged SQLite run on the
+ *               real daemon, judged by SQLite itself.
+ *
+ * Marks (text, in the log between the writes):
+ *   D path fhash dhash size   fsync of path returned (fhash: content, size,
+ *                             mode, links and xattr; dhash: content)
+ *   d path fhash dhash size   fdatasync of path returned (dhash binds)
+ *   E path                    the name is durable (fsyncdir of its parent)
+ *   A path                    the absence of the name is durable
+ *   T path                    path's inode changed (D and d no longer bind)
+ *   N path                    the name changed (E and A no longer bind)
+ *   R from to dhash size      rename of a regular file with these bytes
+ *   W ino off len fill        write of pattern fill + 7 * i at off (data
+ *                             the file may show, data=ordered check)
+ */
+#ifndef ORDFS_CRASH_HARNESS_H
+#define ORDFS_CRASH_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs.h"
+#include "inode.h"
+#include "blockdev/blockdev.h"
+
+#define CRASH_IMG (8u << 20)
+#define CRASH_BS 4096u
+#define CRASH_SECTOR 512u
+
+/* ---- results (crash.c) ---------------------------------------------------- */
+
+extern uint64_t crash_states_checked, crash_violations;
+extern bool crash_verbose;
+void crash_violation(const char *workload, const char *state, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+uint64_t crash_fnv(const void *p, size_t n, uint64_t h);
+
+/* ---- states.c ------------------------------------------------------------- */
+
+/* Judges one crash-state image (owned by the callee; destroy it).  limit is
+ * the event index of the crash point: marks before it bind. */
+typedef void (*crash_oracle_fn)(void *ctx, struct blockdev *img, size_t limit,
+				const char *state);
+
+struct crash_log {
+	const struct blockdev_event *ev;
+	size_t n;
+	const uint8_t *base; /* the image before the first event */
+	size_t size;         /* of the image */
+};
+
+struct crash_enum_params {
+	uint64_t max_states;    /* states judged at most (default 5000) */
+	uint64_t seed;          /* for sampled subsets */
+	unsigned recovery_every; /* every Nth prefix also crashes its recovery; 0 never */
+};
+
+/* Enumerates and judges the states of log.  Returns the states judged. */
+uint64_t crash_enumerate(const struct crash_log *log, const struct crash_enum_params *p,
+			 crash_oracle_fn oracle, void *ctx);
+
+/* ---- workload.c ----------------------------------------------------------- */
+
+struct crash_run {
+	struct blockdev *mem, *rec;
+	struct ordfs *fs;
+	uint8_t *base;              /* the image when logging began */
+	struct ordfs_options opts;
+	const char *const *universe; /* paths the generator uses (NULL-ended) */
+	unsigned next_fill;
+};
+
+typedef void (*crash_setup_fn)(struct crash_run *r);
+
+/* mkfs; setup (if any) on a plain mount, unmounted cleanly; then the image
+ * is the base and the filesystem is mounted again behind the recorder,
+ * with a mark for every setup file's bytes first. */
+int crash_run_start(struct crash_run *r, enum journal_data_mode mode, uint32_t journal_blocks,
+		    crash_setup_fn setup, const char *const *universe);
+void crash_run_end(struct crash_run *r);
+
+struct inode *crash_walk(struct ordfs *fs, const char *path);
+/* fhash covers content, size, mode, links and the user.k xattr (symlinks:
+ * the target; directories: mode and links); dhash the content alone. */
+bool crash_node_hash(struct ordfs *fs, const char *path, uint64_t *fhash, uint64_t *dhash,
+		     uint64_t *size);
+
+/* Operations: each leaves the marks of what it changes, then does it. */
+void op_write(struct crash_run *r, const char *path, uint64_t off, size_t len);
+void op_truncate(struct crash_run *r, const char *path, uint64_t size);
+void op_fallocate(struct crash_run *r, const char *path, int mode, uint64_t off, uint64_t len);
+void op_create(struct crash_run *r, const char *path);
+void op_mkdir(struct crash_run *r, const char *path);
+void op_link(struct crash_run *r, const char *from, const char *to);
+void op_unlink(struct crash_run *r, const char *path);
+void op_rename(struct crash_run *r, const char *from, const char *to);
+void op_symlink(struct crash_run *r, const char *path, const char *target);
+void op_setxattr(struct crash_run *r, const char *path, const char *value);
+void op_removexattr(struct crash_run *r, const char *path);
+/* Durability: fsync or fdatasync of path (a file or directory), fsync of
+ * path's parent directory, ordfs_sync (ordfsctl sync). */
+void op_fsync(struct crash_run *r, const char *path, bool datasync);
+void op_fsyncdir_parent(struct crash_run *r, const char *path);
+void op_sync(struct crash_run *r);
+
+/* ---- oracle.c ------------------------------------------------------------- */
+
+struct crash_oracle_ctx {
+	const char *workload;
+	const struct crash_run *run;
+	const struct crash_log *log;
+};
+void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *state);
+
+/* ---- workloads.c ---------------------------------------------------------- */
+
+/* Runs workload number `index` of a tier and enumerates its states. */
+struct crash_tier {
+	unsigned fixed;       /* handwritten workloads x modes x journals */
+	unsigned one_op;      /* every 1-operation workload (ordered) */
+	unsigned two_op;      /* 2-operation workloads: sampled, or all */
+	bool two_op_all;
+	unsigned two_op_writeback;
+	unsigned three_op;    /* sampled 3-operation workloads */
+	unsigned long_runs;   /* fsx-style runs of long_ops operations */
+	unsigned long_ops;
+	uint64_t seed;
+};
+unsigned crash_tier_count(const struct crash_tier *t);
+void crash_tier_run(const struct crash_tier *t, unsigned index);
+extern uint64_t crash_workloads_run;
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * oracle.c - what must hold on every crash image of a library workload.
+ *
+ * From the marks before the crash point (harness.h):
+ *   - the mount (journal replay) succeeds;
+ *   - a file whose fsync returned, unchanged since, is exact: content,
+ *     size, mode, link count, xattr (after fdatasync: content and size);
+ *     a directory's fsync also binds its mode and link count;
+ *   - a name made durable (fsyncdir, sync, fsync of a directory) is there;
+ *     a removal made durable is not;
+ *   - a durable regular file being renamed is under exactly one of the two
+ *     names; in data=ordered, a rename over a durable file leaves the old
+ *     or the new bytes there (replace-via-rename);
+ *   - in data=ordered, no file shows a byte that no write put in it at
+ *     that offset (garbage, another file's blocks, stale data): every
+ *     non-zero byte matches one of its writes' patterns;
+ *   - every directory takes a new file and a new directory and gives them
+ *     back; after unmount the checker finds nothing.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "ops.h"
+#include "check/check.h"
+
+static const struct ordfs_cred cred = { 0, 0 };
+
+struct expectation {
+	char path[128];
+	bool binding, full;     /* D (full) or d */
+	uint64_t fhash, dhash, size;
+	bool either;            /* old (dhash, size) or the renamed file's */
+	uint64_t alt_dhash, alt_size;
+	char pair[128];         /* a durable file renamed to pair */
+	bool exists, absent;    /* E, A */
+};
+
+struct data_write {
+	uint32_t ino;
+	uint64_t off, len;
+	uint8_t fill;
+};
+
+#define MAX_EXP 96
+#define MAX_WRITES 4096
+
+struct promises {
+	struct expectation e[MAX_EXP];
+	unsigned n;
+	struct data_write *w;
+	size_t nw;
+};
+
+static struct expectation *find(struct promises *p, const char *path)
+{
+	for (unsigned k = 0; k < p->n; k++)
+		if (strcmp(p->e[k].path, path) == 0)
+			return &p->e[k];
+	if (p->n == MAX_EXP)
+		return NULL;
+	struct expectation *e = &p->e[p->n++];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->path, sizeof(e->path), "%s", path);
+	return e;
+}
+
+static void on_rename(struct promises *p, const char *from, const char *to, uint64_t h,
+		      uint64_t size)
+{
+	struct expectation *fe = find(p, from), *te = find(p, to);
+	if (!fe || !te || strcmp(from, to) == 0)
+		return;
+	bool from_durable = fe->binding && fe->dhash == h && fe->size == size;
+	bool to_durable = te->binding;
+	uint64_t old_h = te->dhash, old_size = te->size;
+	memset(te->pair, 0, sizeof(te->pair));
+	te->binding = te->either = te->exists = te->absent = false;
+	if (to_durable) {
+		te->either = true; /* old bytes of to, or the renamed file */
+		te->dhash = old_h;
+		te->size = old_size;
+		te->alt_dhash = h;
+		te->alt_size = size;
+	}
+	fe->binding = fe->either = fe->exists = fe->absent = false;
+	fe->pair[0] = 0;
+	if (from_durable) {
+		snprintf(fe->pair, sizeof(fe->pair), "%s", to);
+		fe->dhash = h;
+		fe->size = size;
+	}
+}
+
+static void gather(const struct crash_log *log, size_t limit, struct promises *p)
+{
+	for (size_t i = 0; i < limit && i < log->n; i++) {
+		if (log->ev[i].type != BD_EV_MARK)
+			continue;
+		const char *m = (const char *)log->ev[i].data;
+		char path[128], to[128];
+		uint64_t fh = 0, dh = 0, size = 0, off, len;
+		unsigned ino, fill;
+		struct expectation *e;
+		switch (m[0]) {
+		case 'R':
+			if (sscanf(m, "R %127s %127s %" SCNu64 " %" SCNu64, path, to, &dh, &size) == 4)
+				on_rename(p, path, to, dh, size);
+			break;
+		case 'D':
+		case 'd':
+			if (sscanf(m + 2, "%127s %" SCNu64 " %" SCNu64 " %" SCNu64, path, &fh, &dh,
+				   &size) != 4 || !(e = find(p, path)))
+				break;
+			e->binding = true;
+			e->full = m[0] == 'D';
+			e->either = false;
+			e->pair[0] = 0;
+			e->fhash = fh;
+			e->dhash = dh;
+			e->size = size;
+			e->absent = false;
+			break;
+		case 'T':
+			if (sscanf(m, "T %127s", path) != 1 || !(e = find(p, path)))
+				break;
+			e->binding = e->either = false;
+			e->pair[0] = 0;
+			/* A change of a rename's target ends the rename's promise. */
+			for (unsigned k = 0; k < p->n; k++)
+				if (strcmp(p->e[k].pair, path) == 0)
+					p->e[k].pair[0] = 0;
+			break;
+		case 'N':
+		case 'E':
+		case 'A':
+			if (sscanf(m + 2, "%127s", path) != 1 || !(e = find(p, path)))
+				break;
+			e->exists = m[0] == 'E';
+			e->absent = m[0] == 'A';
+			if (m[0] == 'A')
+				e->binding = e->either = false;
+			break;
+		case 'W':
+			if (sscanf(m, "W %u %" SCNu64 " %" SCNu64 " %u", &ino, &off, &len, &fill) == 4 &&
+			    p->nw < MAX_WRITES)
+				p->w[p->nw++] = (struct data_write){ ino, off, len, (uint8_t)fill };
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* Every directory of the universe (and the root) takes a new file and a new
+ * directory, and gives them back. */
+static bool directory_works(struct ordfs *fs, struct inode *dir)
+{
+	struct inode *f, *d;
+	if (ordfs_create(fs, dir, ".crash-probe", 0644, &cred, &f) != 0)
+		return false;
+	inode_put(fs, f);
+	if (ordfs_unlink(fs, dir, ".crash-probe") != 0)
+		return false;
+	if (ordfs_mkdir(fs, dir, ".crash-probe-d", 0755, &cred, &d) != 0)
+		return false;
+	inode_put(fs, d);
+	return ordfs_rmdir(fs, dir, ".crash-probe-d") == 0;
+}
+
+static void check_directories(const struct crash_oracle_ctx *c, struct ordfs *fs,
+			      const struct promises *p, const char *state)
+{
+	struct inode *d = crash_walk(fs, "");
+	if (d && !directory_works(fs, d))
+		crash_violation(c->workload, state, "the root refuses create/delete");
+	if (d)
+		inode_put(fs, d);
+	const char *const *u = c->run->universe;
+	for (unsigned i = 0; u && u[i]; i++) {
+		d = crash_walk(fs, u[i]);
+		if (d && S_ISDIR(d->d.mode) && !directory_works(fs, d))
+			crash_violation(c->workload, state, "%s refuses create/delete", u[i]);
+		if (d)
+			inode_put(fs, d);
+	}
+	(void)p;
+}
+
+/* data=ordered: each non-zero byte of each written inode matches a write. */
+static void check_no_stray_data(const struct crash_oracle_ctx *c, struct ordfs *fs,
+				const struct promises *p, const char *state)
+{
+	uint8_t buf[CRASH_BS];
+	for (size_t i = 0; i < p->nw; i++) {
+		uint32_t ino = p->w[i].ino;
+		bool first = true;
+		for (size_t k = 0; k < i && first; k++)
+			first = p->w[k].ino != ino;
+		struct inode *f;
+		if (!first || inode_get(fs, ino, &f) != 0)
+			continue;
+		if (!S_ISREG(f->d.mode) || f->d.links == 0) {
+			inode_put(fs, f);
+			continue;
+		}
+		for (uint64_t off = 0;; off += CRASH_BS) {
+			ssize_t n = ordfs_read(fs, f, buf, CRASH_BS, off);
+			if (n <= 0)
+				break;
+			for (ssize_t b = 0; b < n; b++) {
+				if (!buf[b])
+					continue;
+				uint64_t x = off + (uint64_t)b;
+				bool ok = false;
+				for (size_t k = p->nw; k-- > 0 && !ok;) {
+					const struct data_write *w = &p->w[k];
+					ok = w->ino == ino && x >= w->off && x < w->off + w->len &&
+					     buf[b] == (uint8_t)(w->fill + (x - w->off) * 7);
+				}
+				if (!ok) {
+					crash_violation(c->workload, state,
+							"inode %u byte %" PRIu64 " is %#x: no write put it "
+							"there (stale or foreign data)", ino, x, buf[b]);
+					inode_put(fs, f);
+					return;
+				}
+			}
+		}
+		inode_put(fs, f);
+	}
+}
+
+static void quiet(void *ctx, enum check_problem code, const char *msg)
+{
+	(void)ctx;
+	if (crash_verbose)
+		fprintf(stderr, "  checker: [%d] %s\n", (int)code, msg);
+}
+
+void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *state)
+{
+	const struct crash_oracle_ctx *c = ctx;
+	crash_states_checked++;
+	struct ordfs_options opts = c->run->opts;
+	struct ordfs *fs;
+	const char *why = "";
+	if (ordfs_mount(img, &opts, &fs, &why) != 0) {
+		crash_violation(c->workload, state, "mount (recovery) failed: %s", why);
+		blockdev_destroy(img);
+		return;
+	}
+	struct promises *p = calloc(1, sizeof(*p));
+	if (p)
+		p->w = calloc(MAX_WRITES, sizeof(*p->w));
+	if (!p || !p->w) {
+		crash_violation(c->workload, state, "out of memory");
+		goto out;
+	}
+	gather(c->log, limit, p);
+	bool ordered = opts.data_mode == JOURNAL_DATA_ORDERED;
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct expectation *e = &p->e[i];
+		uint64_t fh = 0, dh = 0, size = 0;
+		bool there = crash_node_hash(fs, e->path, &fh, &dh, &size);
+		if (e->binding || (e->either && ordered)) {
+			bool ok = there && ((dh == e->dhash && size == e->size &&
+					     (!e->binding || !e->full || fh == e->fhash)) ||
+					    (e->either && dh == e->alt_dhash && size == e->alt_size));
+			if (!ok)
+				crash_violation(c->workload, state, "%s: %s, found %s (%" PRIu64 " bytes)",
+						e->path,
+						e->either ? "old or new bytes expected (replace via rename)"
+						: e->full ? "fsync returned"
+							  : "fdatasync returned",
+						!there ? "no file"
+						: dh != e->dhash || size != e->size ? "other bytes"
+										    : "other mode, links or xattr",
+						size);
+		}
+		if (e->exists && !there)
+			crash_violation(c->workload, state, "%s: durable name missing", e->path);
+		if (e->absent && there)
+			crash_violation(c->workload, state, "%s: durably removed name is back",
+					e->path);
+		if (e->pair[0]) {
+			uint64_t f2, d1 = 0, d2 = 0, s1 = 0, s2 = 0;
+			bool a = crash_node_hash(fs, e->path, &f2, &d1, &s1) && d1 == e->dhash &&
+				 s1 == e->size;
+			bool b = crash_node_hash(fs, e->pair, &f2, &d2, &s2) && d2 == e->dhash &&
+				 s2 == e->size;
+			if (a == b)
+				crash_violation(c->workload, state, "rename %s -> %s: the file is under %s",
+						e->path, e->pair, a ? "both names" : "neither name");
+		}
+	}
+	if (ordered)
+		check_no_stray_data(c, fs, p, state);
+	check_directories(c, fs, p, state);
+out:
+	if (p)
+		free(p->w);
+	free(p);
+	if (ordfs_unmount(fs) != 0)
+		crash_violation(c->workload, state, "unmount after recovery failed");
+	struct check_result res;
+	memset(&res, 0, sizeof(res));
+	res.report = quiet;
+	if (ordfs_check(img, &res) != 0 || res.problems)
+		crash_violation(c->workload, state, "checker: %u problems", res.problems);
+	blockdev_destroy(img);
+}

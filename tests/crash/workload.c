@@ -1,0 +1,447 @@
+/*
+ * workload.c - the library side of the crash harness: an image behind the
+ * recording device, the operations workloads use, and the marks each
+ * leaves in the log (harness.h lists them).
+ *
+ * Rules: an operation marks what it is about to change before it changes
+ * it, so a crash state cut anywhere inside the operation finds the old
+ * promise already withdrawn; a durability operation marks what it made
+ * durable only after it returned 0.  Everything is single-threaded.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "ops.h"
+#include "mkfs/mkfs.h"
+
+static const struct ordfs_cred cred = { 0, 0 };
+
+/* ---- marks ------------------------------------------------------------------- */
+
+/* Before the recorder exists (the setup), marks wait in a list and go
+ * first into the log. */
+static char **pending;
+static size_t npending;
+
+static void mark(struct crash_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mark(struct crash_run *r, const char *fmt, ...)
+{
+	char m[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	if (r->rec) {
+		blockdev_record_mark(r->rec, m);
+		return;
+	}
+	char **v = realloc(pending, (npending + 1) * sizeof(*v));
+	if (!v)
+		return;
+	pending = v;
+	pending[npending] = strdup(m);
+	if (pending[npending])
+		npending++;
+}
+
+/* ---- paths and hashes -------------------------------------------------------- */
+
+struct inode *crash_walk(struct ordfs *fs, const char *path)
+{
+	struct inode *f;
+	return ordfs_lookup_path(fs, path, &f) == 0 ? f : NULL;
+}
+
+/* The parent directory of path and the last component. */
+static struct inode *parent_of(struct ordfs *fs, const char *path, const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	*name = slash ? slash + 1 : path;
+	if (!slash)
+		return crash_walk(fs, "");
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	return crash_walk(fs, dir);
+}
+
+static void parent_path(const char *path, char *out, size_t n)
+{
+	const char *slash = strrchr(path, '/');
+	snprintf(out, n, "%.*s", slash ? (int)(slash - path) : 0, path);
+}
+
+static uint64_t content_hash(struct ordfs *fs, struct inode *f, uint64_t *size)
+{
+	uint8_t buf[CRASH_BS];
+	uint64_t h = 1469598103934665603ull, total = 0;
+	for (uint64_t off = 0;; off += CRASH_BS) {
+		ssize_t n = ordfs_read(fs, f, buf, CRASH_BS, off);
+		if (n <= 0)
+			break;
+		h = crash_fnv(buf, (size_t)n, h);
+		total += (uint64_t)n;
+	}
+	*size = total;
+	return h;
+}
+
+bool crash_node_hash(struct ordfs *fs, const char *path, uint64_t *fhash, uint64_t *dhash,
+		     uint64_t *size)
+{
+	struct inode *f = crash_walk(fs, path);
+	if (!f)
+		return false;
+	uint32_t meta[2] = { f->d.mode, f->d.links };
+	*dhash = 0;
+	*size = 0;
+	if (S_ISREG(f->d.mode)) {
+		*dhash = content_hash(fs, f, size);
+		char v[64];
+		ssize_t n = ordfs_getxattr(fs, f, "user.k", v, sizeof(v));
+		*fhash = crash_fnv(v, n > 0 ? (size_t)n : 0, crash_fnv(&n, sizeof(n), *dhash));
+	} else if (S_ISLNK(f->d.mode)) {
+		char t[256];
+		ssize_t n = ordfs_readlink(fs, f, t, sizeof(t));
+		*dhash = crash_fnv(t, n > 0 ? (size_t)n : 0, 1469598103934665603ull);
+		*size = n > 0 ? (uint64_t)n : 0;
+		*fhash = *dhash;
+	} else {
+		*fhash = 1469598103934665603ull;
+	}
+	*fhash = crash_fnv(meta, sizeof(meta), *fhash);
+	inode_put(fs, f);
+	return true;
+}
+
+static uint32_t ino_of(struct crash_run *r, const char *path)
+{
+	struct inode *f = crash_walk(r->fs, path);
+	if (!f)
+		return 0;
+	uint32_t ino = f->ino;
+	inode_put(r->fs, f);
+	return ino;
+}
+
+/* "T" for path and every universe path naming the same inode (its link
+ * count or contents change for all of them). */
+static void touch_inode(struct crash_run *r, const char *path)
+{
+	mark(r, "T %s", path);
+	uint32_t ino = ino_of(r, path);
+	for (unsigned i = 0; ino && r->universe && r->universe[i]; i++)
+		if (strcmp(r->universe[i], path) != 0 && ino_of(r, r->universe[i]) == ino)
+			mark(r, "T %s", r->universe[i]);
+}
+
+static void name_changes(struct crash_run *r, const char *path)
+{
+	mark(r, "N %s", path);
+	mark(r, "T %s", path);
+}
+
+/* ---- the image and the mount ------------------------------------------------- */
+
+static void mark_durable_all(struct crash_run *r);
+
+int crash_run_start(struct crash_run *r, enum journal_data_mode mode, uint32_t journal_blocks,
+		    crash_setup_fn setup, const char *const *universe)
+{
+	memset(r, 0, sizeof(*r));
+	r->universe = universe;
+	if (blockdev_mem_create(CRASH_IMG, &r->mem))
+		return -ENOMEM;
+	struct mkfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.block_size = CRASH_BS;
+	p.journal_blocks = journal_blocks;
+	struct ordfs_super sb;
+	const char *why;
+	int err = ordfs_mkfs_plan(&p, CRASH_IMG, &sb, &why);
+	if (!err)
+		err = ordfs_mkfs_write(r->mem, &sb, &why);
+	if (err)
+		return err;
+	ordfs_options_default(&r->opts);
+	r->opts.commit_interval_ms = 0; /* commits only when the workload asks */
+	r->opts.data_mode = mode;
+	if (setup) {
+		err = ordfs_mount(r->mem, &r->opts, &r->fs, &why);
+		if (err)
+			return err;
+		setup(r);
+		mark_durable_all(r);
+		err = ordfs_unmount(r->fs);
+		r->fs = NULL;
+		if (err)
+			return err;
+	}
+	r->base = malloc(CRASH_IMG);
+	if (!r->base)
+		return -ENOMEM;
+	memcpy(r->base, blockdev_mem_bytes(r->mem), CRASH_IMG);
+	err = blockdev_record_create(r->mem, true, &r->rec);
+	if (err)
+		return err;
+	for (size_t i = 0; i < npending; i++) {
+		blockdev_record_mark(r->rec, pending[i]);
+		free(pending[i]);
+	}
+	npending = 0;
+	return ordfs_mount(r->rec, &r->opts, &r->fs, &why);
+}
+
+void crash_run_end(struct crash_run *r)
+{
+	if (r->fs)
+		(void)ordfs_unmount(r->fs);
+	if (r->rec)
+		blockdev_destroy(r->rec);
+	if (r->mem)
+		blockdev_destroy(r->mem);
+	free(r->base);
+	for (size_t i = 0; i < npending; i++)
+		free(pending[i]);
+	npending = 0;
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- operations ----------------------------------------------------------------- */
+
+void op_write(struct crash_run *r, const char *path, uint64_t off, size_t len)
+{
+	const char *name;
+	struct inode *dir = parent_of(r->fs, path, &name), *f = NULL;
+	if (!dir)
+		return;
+	if (ordfs_lookup(r->fs, dir, name, &f) == -ENOENT) {
+		name_changes(r, path);
+		(void)ordfs_create(r->fs, dir, name, 0644, &cred, &f);
+	}
+	inode_put(r->fs, dir);
+	if (!f)
+		return;
+	uint8_t fill = (uint8_t)(r->next_fill++ * 37 + 11);
+	touch_inode(r, path);
+	mark(r, "W %u %" PRIu64 " %zu %u", f->ino, off, len, fill);
+	uint8_t *buf = malloc(len);
+	for (size_t i = 0; buf && i < len; i++)
+		buf[i] = (uint8_t)(fill + i * 7);
+	if (buf && S_ISREG(f->d.mode))
+		(void)ordfs_write(r->fs, f, buf, len, off);
+	free(buf);
+	inode_put(r->fs, f);
+}
+
+void op_truncate(struct crash_run *r, const char *path, uint64_t size)
+{
+	struct inode *f = crash_walk(r->fs, path);
+	if (!f)
+		return;
+	touch_inode(r, path);
+	if (S_ISREG(f->d.mode))
+		(void)ordfs_truncate(r->fs, f, size);
+	inode_put(r->fs, f);
+}
+
+void op_fallocate(struct crash_run *r, const char *path, int mode, uint64_t off, uint64_t len)
+{
+	struct inode *f = crash_walk(r->fs, path);
+	if (!f)
+		return;
+	touch_inode(r, path);
+	if (S_ISREG(f->d.mode))
+		(void)ordfs_fallocate(r->fs, f, mode, off, len);
+	inode_put(r->fs, f);
+}
+
+void op_create(struct crash_run *r, const char *path)
+{
+	const char *name;
+	struct inode *dir = parent_of(r->fs, path, &name), *f;
+	if (!dir)
+		return;
+	name_changes(r, path);
+	if (ordfs_create(r->fs, dir, name, 0644, &cred, &f) == 0)
+		inode_put(r->fs, f);
+	inode_put(r->fs, dir);
+}
+
+void op_mkdir(struct crash_run *r, const char *path)
+{
+	const char *name;
+	char parent[128];
+	struct inode *dir = parent_of(r->fs, path, &name), *d;
+	if (!dir)
+		return;
+	parent_path(path, parent, sizeof(parent));
+	name_changes(r, path);
+	mark(r, "T %s", parent); /* its link count */
+	if (ordfs_mkdir(r->fs, dir, name, 0755, &cred, &d) == 0)
+		inode_put(r->fs, d);
+	inode_put(r->fs, dir);
+}
+
+void op_link(struct crash_run *r, const char *from, const char *to)
+{
+	const char *name;
+	struct inode *f = crash_walk(r->fs, from), *dir = parent_of(r->fs, to, &name);
+	if (f && dir) {
+		touch_inode(r, from);
+		name_changes(r, to);
+		(void)ordfs_link(r->fs, f, dir, name);
+	}
+	if (f)
+		inode_put(r->fs, f);
+	if (dir)
+		inode_put(r->fs, dir);
+}
+
+void op_unlink(struct crash_run *r, const char *path)
+{
+	const char *name;
+	struct inode *dir = parent_of(r->fs, path, &name);
+	if (!dir)
+		return;
+	touch_inode(r, path);
+	name_changes(r, path);
+	(void)ordfs_unlink(r->fs, dir, name);
+	inode_put(r->fs, dir);
+}
+
+/* A regular file: "R from to dhash size" (the oracle holds it to
+ * old-or-new); anything else: both names change. */
+void op_rename(struct crash_run *r, const char *from, const char *to)
+{
+	const char *fname, *tname;
+	struct inode *fd = parent_of(r->fs, from, &fname), *td = parent_of(r->fs, to, &tname);
+	struct inode *f = crash_walk(r->fs, from);
+	if (fd && td && f) {
+		/* The inode `to` names loses a link: its other names change. */
+		if (ino_of(r, to) && ino_of(r, to) != f->ino)
+			touch_inode(r, to);
+		if (S_ISREG(f->d.mode)) {
+			uint64_t size;
+			uint64_t h = content_hash(r->fs, f, &size);
+			mark(r, "R %s %s %" PRIu64 " %" PRIu64, from, to, h, size);
+		} else {
+			char p1[128], p2[128];
+			parent_path(from, p1, sizeof(p1));
+			parent_path(to, p2, sizeof(p2));
+			name_changes(r, from);
+			name_changes(r, to);
+			mark(r, "T %s", p1);
+			mark(r, "T %s", p2);
+		}
+		(void)ordfs_rename(r->fs, fd, fname, td, tname, 0);
+	}
+	if (f)
+		inode_put(r->fs, f);
+	if (fd)
+		inode_put(r->fs, fd);
+	if (td)
+		inode_put(r->fs, td);
+}
+
+void op_symlink(struct crash_run *r, const char *path, const char *target)
+{
+	const char *name;
+	struct inode *dir = parent_of(r->fs, path, &name), *l;
+	if (!dir)
+		return;
+	name_changes(r, path);
+	if (ordfs_symlink(r->fs, dir, name, target, &cred, &l) == 0)
+		inode_put(r->fs, l);
+	inode_put(r->fs, dir);
+}
+
+void op_setxattr(struct crash_run *r, const char *path, const char *value)
+{
+	struct inode *f = crash_walk(r->fs, path);
+	if (!f)
+		return;
+	touch_inode(r, path);
+	(void)ordfs_setxattr(r->fs, f, "user.k", value, strlen(value), 0);
+	inode_put(r->fs, f);
+}
+
+void op_removexattr(struct crash_run *r, const char *path)
+{
+	struct inode *f = crash_walk(r->fs, path);
+	if (!f)
+		return;
+	touch_inode(r, path);
+	(void)ordfs_removexattr(r->fs, f, "user.k");
+	inode_put(r->fs, f);
+}
+
+/* ---- durability ------------------------------------------------------------------ */
+
+static void mark_node(struct crash_run *r, const char *path, char kind)
+{
+	uint64_t fh, dh, size;
+	if (crash_node_hash(r->fs, path, &fh, &dh, &size))
+		mark(r, "%c %s %" PRIu64 " %" PRIu64 " %" PRIu64, kind, path, fh, dh, size);
+	else
+		mark(r, "A %s", path);
+}
+
+/* After dir's entries became durable: each universe name in it, and
+ * `also` (a name outside the universe), is there or not for good. */
+static void mark_entries(struct crash_run *r, const char *dir, const char *also)
+{
+	char parent[128];
+	for (unsigned i = 0; r->universe && r->universe[i]; i++) {
+		parent_path(r->universe[i], parent, sizeof(parent));
+		if (strcmp(parent, dir) == 0)
+			mark(r, "%c %s", ino_of(r, r->universe[i]) ? 'E' : 'A', r->universe[i]);
+	}
+	if (also)
+		mark(r, "%c %s", ino_of(r, also) ? 'E' : 'A', also);
+}
+
+void op_fsync(struct crash_run *r, const char *path, bool datasync)
+{
+	struct inode *f = crash_walk(r->fs, path);
+	if (!f)
+		return;
+	bool dir = S_ISDIR(f->d.mode), link = S_ISLNK(f->d.mode);
+	int err = link ? -EBADF : ordfs_fsync(r->fs, f, datasync); /* no fd on a symlink */
+	inode_put(r->fs, f);
+	if (err)
+		return;
+	mark_node(r, path, datasync && !dir ? 'd' : 'D');
+	if (dir)
+		mark_entries(r, path, NULL);
+}
+
+void op_fsyncdir_parent(struct crash_run *r, const char *path)
+{
+	char parent[128];
+	parent_path(path, parent, sizeof(parent));
+	struct inode *d = crash_walk(r->fs, parent);
+	if (!d)
+		return;
+	int err = ordfs_fsync(r->fs, d, false);
+	inode_put(r->fs, d);
+	if (!err)
+		mark_entries(r, parent, path);
+}
+
+static void mark_durable_all(struct crash_run *r)
+{
+	for (unsigned i = 0; r->universe && r->universe[i]; i++)
+		mark_node(r, r->universe[i], 'D');
+}
+
+void op_sync(struct crash_run *r)
+{
+	if (ordfs_sync(r->fs) == 0)
+		mark_durable_all(r);
+}

@@ -1,0 +1,302 @@
+/*
+ * workloads.c - the workloads of the crash harness and the tiers that
+ * pick them.
+ *
+ * Handwritten workloads cover known hard cases (replace via rename before
+ * writeback, truncate with fallocate, unlink of a durable file).  The
+ * generator is ACE-style: a small file set (directories A, B, A/C; files
+ * A/f with an xattr and B/h, made durable before logging starts) and an
+ * operation space of 18 kinds x 2 target files x 5 persistence choices
+ * (none, fsync, fdatasync, fsync of the parent directory, ordfs_sync as
+ * `ordfsctl sync` does) = 180 operations, so the 1-operation and
+ * 2-operation sequences can be run exhaustively (180 and 32,400
+ * workloads), 3-operation sequences are sampled, and long fsx-style runs
+ * draw hundreds of operations with varied offsets.
+ *
+ * Every workload runs in one data mode with the default or the smallest
+ * (64-block) journal, so wrap-around, checkpoints and revokes are crossed
+ * by crashes.  A workload's label names its tier index: `crash --index N`
+ * with the same tier options runs that one again.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "fs.h"
+
+uint64_t crash_workloads_run;
+
+#define GEN_KINDS 18u
+#define GEN_PERSIST 5u
+#define GEN_OPS (GEN_KINDS * 2u * GEN_PERSIST) /* 180 */
+
+/* ---- handwritten -------------------------------------------------------------- */
+
+static const char *const fixed_universe[] = {
+	"A", "B", "A/f", "A/C", "A/C/x", "A/y", "old", "other", "new.tmp", "t", NULL,
+};
+
+static void w_fsync_files(struct crash_run *r)
+{
+	op_mkdir(r, "A");
+	op_write(r, "A/f", 0, 5000);
+	op_fsync(r, "A/f", false);
+	op_write(r, "B", 0, 100); /* a file named B at the root */
+	op_fsync(r, "B", true);
+	op_write(r, "A/f", 3000, 9000);
+	op_fsync(r, "A/f", false);
+}
+
+static void w_rename_replace(struct crash_run *r)
+{
+	op_write(r, "old", 0, 6000);
+	op_write(r, "other", 0, 100);
+	op_fsync(r, "old", false);
+	op_write(r, "new.tmp", 0, 7000);
+	op_rename(r, "new.tmp", "old"); /* replace via rename, no fsync */
+	/* Another file's fsync commits the rename before any writeback of
+	 * new.tmp's data would: without auto_da_alloc, "old" is empty here. */
+	op_write(r, "other", 0, 200);
+	op_fsync(r, "other", false);
+	op_sync(r);
+	op_fsync(r, "old", false);
+}
+
+static void w_truncate_fallocate(struct crash_run *r)
+{
+	op_write(r, "t", 0, 40000);
+	op_fsync(r, "t", false);
+	op_truncate(r, "t", 5000);
+	op_fsync(r, "t", false);
+	op_fallocate(r, "t", 0x01 /* KEEP_SIZE */, 0, 80000);
+	op_fallocate(r, "t", 0x02 | 0x01 /* PUNCH_HOLE */, 4096, 4096);
+	op_fsync(r, "t", false);
+	op_write(r, "t", 70000, 3000);
+	op_fsync(r, "t", true);
+}
+
+static void w_unlink_mkdir(struct crash_run *r)
+{
+	op_mkdir(r, "A");
+	op_mkdir(r, "A/C");
+	op_write(r, "A/C/x", 0, 12000);
+	op_fsync(r, "A/C/x", false);
+	op_unlink(r, "A/C/x");
+	op_write(r, "A/y", 0, 3000);
+	op_fsync(r, "A/y", false);
+	op_rename(r, "A/y", "B");
+	op_sync(r);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(struct crash_run *r);
+} fixed[] = {
+	{ "fsync-files", w_fsync_files },
+	{ "rename-replace", w_rename_replace },
+	{ "truncate-fallocate", w_truncate_fallocate },
+	{ "unlink-mkdir", w_unlink_mkdir },
+};
+#define NFIXED (sizeof(fixed) / sizeof(fixed[0]))
+
+/* ---- the generator ------------------------------------------------------------ */
+
+static const char *const gen_universe[] = {
+	"A", "B", "A/C", "A/f", "B/h", "A/n", "B/m", "A/l", "B/l",
+	"A/r", "B/r", "A/s", "B/s", "A/C/D", "B/D", NULL,
+};
+
+static void gen_setup(struct crash_run *r)
+{
+	op_mkdir(r, "A");
+	op_mkdir(r, "B");
+	op_mkdir(r, "A/C");
+	op_write(r, "A/f", 0, 6000);
+	op_write(r, "B/h", 0, 9000);
+	op_setxattr(r, "A/f", "v0");
+}
+
+static uint64_t size_of(struct crash_run *r, const char *path)
+{
+	struct inode *f = crash_walk(r->fs, path);
+	uint64_t size = f ? f->size : 0;
+	if (f)
+		inode_put(r->fs, f);
+	return size;
+}
+
+/* Operation `op` (0 .. GEN_OPS-1) with variation v (0: the canonical
+ * offsets and lengths, used by the exhaustive tiers). */
+static void gen_apply(struct crash_run *r, unsigned op, uint64_t v)
+{
+	unsigned kind = op / (2 * GEN_PERSIST), target = op / GEN_PERSIST % 2;
+	unsigned persist = op % GEN_PERSIST;
+	const char *f = target ? "B/h" : "A/f", *other = target ? "A/f" : "B/h";
+	const char *fresh = target ? "B/m" : "A/n", *link = target ? "A/l" : "B/l";
+	const char *moved = target ? "A/r" : "B/r", *sym = target ? "B/s" : "A/s";
+	const char *dir = target ? "B/D" : "A/C/D";
+	uint64_t a = v % 4096, b = (v >> 12) % 8192;
+	const char *t = f; /* what the persistence choice applies to */
+	char value[16];
+	switch (kind) {
+	case 0: op_create(r, fresh); t = fresh; break;
+	case 1: op_mkdir(r, dir); t = dir; break;
+	case 2: op_write(r, f, size_of(r, f), 5000 + a); break;             /* append */
+	case 3: op_write(r, f, 1000 + a, 3000 + b); break;                  /* overlap */
+	case 4: op_write(r, f, 20000 + a, 100); break;                      /* extend */
+	case 5: op_truncate(r, f, 1500 + a); break;
+	case 6: op_truncate(r, f, 30000 + b); break;
+	case 7: op_fallocate(r, f, 0, 0, 24000 + b); break;
+	case 8: op_fallocate(r, f, 0x01 /* KEEP_SIZE */, 8192, 16384 + a); break;
+	case 9: op_fallocate(r, f, 0x03 /* PUNCH_HOLE */, 1000 + a, 5000); break;
+	case 10: op_fallocate(r, f, 0x10 /* ZERO_RANGE */, 2000 + a, 6000); break;
+	case 11: op_link(r, f, link); t = link; break;
+	case 12: op_unlink(r, f); break;
+	case 13: op_rename(r, f, other); t = other; break;                  /* over a file */
+	case 14: op_rename(r, f, moved); t = moved; break;                  /* across dirs */
+	case 15: op_symlink(r, sym, target ? "../A/f" : "f"); t = sym; break;
+	case 16:
+		snprintf(value, sizeof(value), "v%" PRIu64, 1 + v % 1000);
+		op_setxattr(r, f, value);
+		break;
+	default: op_removexattr(r, f); break;
+	}
+	switch (persist) {
+	case 1: op_fsync(r, t, false); break;
+	case 2: op_fsync(r, t, true); break;
+	case 3: op_fsyncdir_parent(r, t); break;
+	case 4: op_sync(r); break;
+	default: break;
+	}
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* ---- running one ---------------------------------------------------------------- */
+
+struct plan {
+	char label[128];
+	enum journal_data_mode mode;
+	uint32_t journal;
+	void (*fixed)(struct crash_run *r);
+	unsigned ops[3], nops;  /* generated: the operations */
+	unsigned long_ops;      /* or a long run of this many */
+	uint64_t seed;
+};
+
+static void run_plan(const struct plan *pl)
+{
+	struct crash_run r;
+	char label[192];
+	snprintf(label, sizeof(label), "%s %s journal %u", pl->label,
+		 pl->mode == JOURNAL_DATA_ORDERED ? "ordered" : "writeback", pl->journal);
+	bool gen = !pl->fixed;
+	if (crash_run_start(&r, pl->mode, pl->journal, gen ? gen_setup : NULL,
+			    gen ? gen_universe : fixed_universe) != 0) {
+		crash_violation(label, "setup", "could not make and mount the image");
+		crash_run_end(&r);
+		return;
+	}
+	if (pl->fixed) {
+		pl->fixed(&r);
+	} else if (pl->long_ops) {
+		uint64_t rng = pl->seed;
+		for (unsigned i = 0; i < pl->long_ops; i++) {
+			rng = mix(rng);
+			unsigned op = (unsigned)(rng % GEN_OPS);
+			/* mostly without a persistence point, as real programs */
+			if ((rng >> 20) % 3 != 0)
+				op -= op % GEN_PERSIST;
+			gen_apply(&r, op, rng >> 32);
+		}
+	} else {
+		for (unsigned i = 0; i < pl->nops; i++)
+			gen_apply(&r, pl->ops[i], pl->nops > 2 ? mix(pl->seed + i) >> 40 : 0);
+	}
+	size_t n;
+	struct crash_log log = { .base = r.base, .size = CRASH_IMG };
+	log.ev = blockdev_record_events(r.rec, &n);
+	log.n = n;
+	struct crash_oracle_ctx oc = { .workload = label, .run = &r, .log = &log };
+	struct crash_enum_params ep = { .max_states = 5000, .seed = pl->seed,
+					.recovery_every = 4 };
+	crash_enumerate(&log, &ep, crash_oracle, &oc);
+	crash_workloads_run++;
+	crash_run_end(&r);
+}
+
+/* ---- tiers ---------------------------------------------------------------------- */
+
+unsigned crash_tier_count(const struct crash_tier *t)
+{
+	return t->fixed + t->one_op + t->two_op + t->two_op_writeback + t->three_op +
+	       t->long_runs;
+}
+
+void crash_tier_run(const struct crash_tier *t, unsigned index)
+{
+	struct plan pl;
+	memset(&pl, 0, sizeof(pl));
+	unsigned i = index;
+	pl.seed = mix(t->seed * 1000003u + index);
+	pl.journal = index % 2 ? 64 : 0;
+	pl.mode = JOURNAL_DATA_ORDERED;
+	if (i < t->fixed) {
+		pl.fixed = fixed[i % NFIXED].fn;
+		pl.mode = i / NFIXED % 2 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_ORDERED;
+		pl.journal = i / NFIXED / 2 % 2 ? 64 : 0;
+		snprintf(pl.label, sizeof(pl.label), "#%u %s", index, fixed[i % NFIXED].name);
+		run_plan(&pl);
+		return;
+	}
+	i -= t->fixed;
+	if (i < t->one_op) {
+		pl.ops[0] = i % GEN_OPS;
+		pl.nops = 1;
+		snprintf(pl.label, sizeof(pl.label), "#%u 1op %u", index, pl.ops[0]);
+		run_plan(&pl);
+		return;
+	}
+	i -= t->one_op;
+	if (i < t->two_op + t->two_op_writeback) {
+		bool wb = i >= t->two_op;
+		if (t->two_op_all && !wb) {
+			pl.ops[0] = i / GEN_OPS % GEN_OPS;
+			pl.ops[1] = i % GEN_OPS;
+		} else {
+			pl.ops[0] = (unsigned)(pl.seed % GEN_OPS);
+			pl.ops[1] = (unsigned)(pl.seed / GEN_OPS % GEN_OPS);
+		}
+		pl.nops = 2;
+		if (wb)
+			pl.mode = JOURNAL_DATA_WRITEBACK;
+		snprintf(pl.label, sizeof(pl.label), "#%u 2op %u+%u", index, pl.ops[0], pl.ops[1]);
+		run_plan(&pl);
+		return;
+	}
+	i -= t->two_op + t->two_op_writeback;
+	if (i < t->three_op) {
+		for (unsigned k = 0; k < 3; k++)
+			pl.ops[k] = (unsigned)(mix(pl.seed + k) % GEN_OPS);
+		pl.nops = 3;
+		if (i % 4 == 3)
+			pl.mode = JOURNAL_DATA_WRITEBACK;
+		snprintf(pl.label, sizeof(pl.label), "#%u 3op %u+%u+%u", index, pl.ops[0],
+			 pl.ops[1], pl.ops[2]);
+		run_plan(&pl);
+		return;
+	}
+	i -= t->three_op;
+	pl.long_ops = t->long_ops;
+	pl.mode = i % 2 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_ORDERED;
+	pl.journal = i / 2 % 2 ? 64 : 0;
+	snprintf(pl.label, sizeof(pl.label), "#%u long %u ops", index, t->long_ops);
+	run_plan(&pl);
+}
