@@ -39,6 +39,7 @@
 #define CRASH_IMG (8u << 20)
 #define CRASH_BS 4096u
 #define CRASH_SECTOR 512u
+#define CRASH_STALE 0xee /* every byte of a free data block in a base image */
 
 /* ---- results (crash.c) ---------------------------------------------------- */
 

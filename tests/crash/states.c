@@ -188,18 +188,19 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
+/* Never used: zero (as mkfs left it) or CRASH_STALE (free in the base). */
+static bool unused(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (p[i])
+		if (p[i] != p[0])
 			return false;
-	return true;
+	return p[0] == 0 || p[0] == CRASH_STALE;
 }
 
 /* Which writes may leave a garbage sector, and the sectors the log
  * touches.  Garbage: outside the data area (superblocks, journal, bitmaps,
- * inode table), a metadata block (common header), or data blocks that
- * were zero in the base and never written before in the log. */
+ * inode table), a metadata block (common header), or data blocks unused
+ * in the base and never written before in the log. */
 static int classify(struct enum_state *s)
 {
 	const struct crash_log *log = s->log;
@@ -232,7 +233,7 @@ static int classify(struct enum_state *s)
 		if (first >= data_start && fresh && !(e->len >= 4 &&
 						      le_get32(e->data) == ORDFS_BLOCK_MAGIC)) {
 			for (uint64_t b = first; b <= last && fresh; b++)
-				fresh = !written[b] && all_zero(log->base + b * bs, bs);
+				fresh = !written[b] && unused(log->base + b * bs, bs);
 		}
 		s->may_garbage[w] = fresh;
 		for (uint64_t b = first; b <= last && b < log->size / bs; b++)

@@ -150,6 +150,39 @@ static void name_changes(struct crash_run *r, const char *path)
 
 static void mark_durable_all(struct crash_run *r);
 
+/* Free data blocks of a real disk hold old data, not zeros: fill them with
+ * CRASH_STALE so a file that shows a block it never wrote is caught. */
+static int fill_free_blocks(struct blockdev *bd)
+{
+	struct ordfs_super sb;
+	const char *why;
+	int err = ordfs_read_super(bd, false, &sb, &why);
+	if (err)
+		return err;
+	uint32_t bs = ordfs_block_size(&sb);
+	uint64_t bits_per = (uint64_t)(bs - 24) * 8;
+	uint8_t *bitmap = malloc(bs), *stale = malloc(bs);
+	if (!bitmap || !stale) {
+		free(bitmap);
+		free(stale);
+		return -ENOMEM;
+	}
+	memset(stale, CRASH_STALE, bs);
+	uint64_t loaded = UINT64_MAX;
+	for (uint64_t b = sb.data_start; b < sb.block_count - 1 && !err; b++) {
+		uint64_t which = b / bits_per, bit = b % bits_per;
+		if (which != loaded) {
+			err = blockdev_read(bd, bitmap, bs, (sb.block_bitmap_start + which) * bs);
+			loaded = which;
+		}
+		if (!err && !((bitmap[24 + bit / 8] >> (bit % 8)) & 1))
+			err = blockdev_write(bd, stale, bs, b * bs);
+	}
+	free(bitmap);
+	free(stale);
+	return err;
+}
+
 int crash_run_start(struct crash_run *r, enum journal_data_mode mode, uint32_t journal_blocks,
 		    crash_setup_fn setup, const char *const *universe)
 {
@@ -182,6 +215,9 @@ int crash_run_start(struct crash_run *r, enum journal_data_mode mode, uint32_t j
 		if (err)
 			return err;
 	}
+	err = fill_free_blocks(r->mem);
+	if (err)
+		return err;
 	r->base = malloc(CRASH_IMG);
 	if (!r->base)
 		return -ENOMEM;
