@@ -10,7 +10,8 @@
  * Rules: FUSE passes only ioctls whose size and direction are encoded in
  * the number (restricted ioctls), so every argument is a fixed struct.
  * ORDFS_IOC_TEST_FAULT works only in a daemon started with
- * ORDFS_TEST_FAULTS=1 in its environment (ENOTTY otherwise).
+ * ORDFS_TEST_FAULTS=1 in its environment, ORDFS_IOC_TEST_MARK only with
+ * ORDFS_TEST_RECORD=PATH (ENOTTY otherwise).
  */
 #ifndef ORDFS_IOCTL_H
 #define ORDFS_IOCTL_H
@@ -20,6 +21,15 @@
 
 /* Writes back all dirty data, commits the journal and flushes the image. */
 #define ORDFS_IOC_SYNC _IO('o', 0x01)
+
+/* Test only: a mark in the log of the recording device under the image (a
+ * daemon started with ORDFS_TEST_RECORD=PATH streams every write and flush
+ * of the image to PATH; tests/crash/crash_sqlite replays it).  text is
+ * NUL-terminated. */
+struct ordfs_test_mark {
+	char text[248];
+};
+#define ORDFS_IOC_TEST_MARK _IOW('o', 0x7e, struct ordfs_test_mark)
 
 /* Test only: arm the fault device under the image (see blockdev.h). */
 struct ordfs_test_fault {

@@ -108,6 +108,16 @@ struct blockdev_counts {
 /* Wraps `inner` (not owned).  With log_writes, every write and flush is kept
  * in an event log readable with blockdev_record_events(). */
 int blockdev_record_create(struct blockdev *inner, bool log_writes, struct blockdev **out);
+
+/* Also appends every write, flush and mark to fd (owned from now on) as it
+ * happens, in device order; with log_writes off, only there.  Format, per
+ * event, little-endian: u32 BLOCKDEV_STREAM_MAGIC, u32 type
+ * (blockdev_event_type), u64 offset, u64 length, then length bytes (the
+ * data written, or a mark's text).  A process killed mid-event leaves a
+ * short last event, which readers drop. */
+#define BLOCKDEV_STREAM_MAGIC 0x474f4c43u /* "CLOG" */
+#define BLOCKDEV_STREAM_HDR 24u
+int blockdev_record_stream(struct blockdev *bd, int fd);
 void blockdev_record_counts(struct blockdev *bd, struct blockdev_counts *out);
 void blockdev_record_reset_counts(struct blockdev *bd);
 /* The event log; valid until the next write or flush or destroy. */

@@ -14,6 +14,8 @@
  *    the last successful flush overwrote; a failing flush puts those bytes
  *    back (newest first), as a disk whose cache was lost would.  A failed
  *    write changes nothing.
+ *  - With a stream, every event is also appended to a file as it happens
+ *    (the daemon's ORDFS_TEST_RECORD), in the order the device saw it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "blockdev.h"
+#include "endian_le.h"
 
 struct undo_entry {
 	uint64_t off;
@@ -53,6 +56,7 @@ struct record_dev {
 	size_t nundo, cap_undo;
 
 	char *latch_path; /* flushes wait while this file exists */
+	int stream_fd;    /* events appended here too; -1 none */
 };
 
 static struct record_dev *to_rec(struct blockdev *bd)
@@ -60,9 +64,42 @@ static struct record_dev *to_rec(struct blockdev *bd)
 	return (struct record_dev *)bd;
 }
 
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* One event of the stream format (blockdev.h).  Lock held. */
+static int stream_event(struct record_dev *r, enum blockdev_event_type type, const void *buf,
+			size_t len, uint64_t off)
+{
+	uint8_t hdr[BLOCKDEV_STREAM_HDR];
+	le_put32(hdr, BLOCKDEV_STREAM_MAGIC);
+	le_put32(hdr + 4, (uint32_t)type);
+	le_put64(hdr + 8, off);
+	le_put64(hdr + 16, len);
+	int err = write_all(r->stream_fd, hdr, sizeof(hdr));
+	return err || !len ? err : write_all(r->stream_fd, buf, len);
+}
+
 static int log_event(struct record_dev *r, enum blockdev_event_type type, const void *buf,
 		     size_t len, uint64_t off)
 {
+	if (r->stream_fd >= 0) {
+		int err = stream_event(r, type, buf, len, off);
+		if (err || !r->log_writes)
+			return err;
+	}
 	if (r->nevents == r->cap_events) {
 		size_t cap = r->cap_events ? r->cap_events * 2 : 256;
 		struct blockdev_event *ev = realloc(r->events, cap * sizeof(*ev));
@@ -165,7 +202,7 @@ static int record_write(struct blockdev *bd, const void *buf, size_t len, uint64
 	}
 	/* Write under the lock so the log order is the device order. */
 	err = blockdev_write(r->inner, buf, len, off);
-	if (!err && r->log_writes)
+	if (!err && (r->log_writes || r->stream_fd >= 0))
 		err = log_event(r, BD_EV_WRITE, buf, len, off);
 	pthread_mutex_unlock(&r->lock);
 	return err;
@@ -201,7 +238,7 @@ static int record_flush(struct blockdev *bd)
 	err = blockdev_flush(r->inner);
 	pthread_mutex_lock(&r->lock);
 	undo_finish(r, err != 0);
-	if (!err && r->log_writes)
+	if (!err && (r->log_writes || r->stream_fd >= 0))
 		err = log_event(r, BD_EV_FLUSH, NULL, 0, 0);
 	pthread_mutex_unlock(&r->lock);
 	return err;
@@ -212,7 +249,7 @@ int blockdev_record_mark(struct blockdev *bd, const char *label)
 	struct record_dev *r = to_rec(bd);
 	int err = 0;
 	pthread_mutex_lock(&r->lock);
-	if (r->log_writes)
+	if (r->log_writes || r->stream_fd >= 0)
 		err = log_event(r, BD_EV_MARK, label, strlen(label), 0);
 	pthread_mutex_unlock(&r->lock);
 	return err;
@@ -236,6 +273,8 @@ static void record_destroy(struct blockdev *bd)
 	free(r->undo);
 	free(r->events);
 	free(r->latch_path);
+	if (r->stream_fd >= 0)
+		close(r->stream_fd);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -257,6 +296,7 @@ int blockdev_record_create(struct blockdev *inner, bool log_writes, struct block
 	r->bd.size = inner->size;
 	r->inner = inner;
 	r->log_writes = log_writes;
+	r->stream_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 	*out = &r->bd;
@@ -398,6 +438,17 @@ int blockdev_record_latch_file(struct blockdev *bd, const char *path)
 	pthread_mutex_lock(&r->lock);
 	free(r->latch_path);
 	r->latch_path = copy;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+int blockdev_record_stream(struct blockdev *bd, int fd)
+{
+	struct record_dev *r = to_rec(bd);
+	pthread_mutex_lock(&r->lock);
+	if (r->stream_fd >= 0)
+		close(r->stream_fd);
+	r->stream_fd = fd;
 	pthread_mutex_unlock(&r->lock);
 	return 0;
 }

@@ -790,6 +790,18 @@ static int test_fault(struct daemon_ctx *dc, const void *in, size_t in_size)
 	return 0;
 }
 
+static int test_mark(struct daemon_ctx *dc, const void *in, size_t in_size)
+{
+	struct ordfs_test_mark tm;
+	if (!dc->test_record)
+		return -ENOTTY;
+	if (in_size < sizeof(tm))
+		return -EINVAL;
+	memcpy(&tm, in, sizeof(tm));
+	tm.text[sizeof(tm.text) - 1] = '\0';
+	return blockdev_record_mark(dc->test_record, tm.text);
+}
+
 static void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		     size_t in_bufsz, size_t out_bufsz)
@@ -809,6 +821,9 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg,
 		break;
 	case ORDFS_IOC_TEST_FAULT:
 		err = test_fault(ctx_of(req), in_buf, in_bufsz);
+		break;
+	case ORDFS_IOC_TEST_MARK:
+		err = test_mark(ctx_of(req), in_buf, in_bufsz);
 		break;
 	default:
 		err = -ENOTTY;

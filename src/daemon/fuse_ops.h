@@ -19,6 +19,7 @@ struct daemon_ctx {
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
 	struct blockdev *test_faults; /* the fault device (ORDFS_TEST_FAULTS=1) */
+	struct blockdev *test_record; /* the streaming recorder (ORDFS_TEST_RECORD) */
 	pthread_mutex_t files_lock;   /* open_files */
 	struct open_file *open_files; /* every open file's error cursor */
 };

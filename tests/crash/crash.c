@@ -15,7 +15,6 @@
  * the time taken.  Exit 0 only with no violation.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,30 +23,6 @@
 #include <unistd.h>
 
 #include "harness.h"
-
-uint64_t crash_states_checked, crash_violations;
-bool crash_verbose;
-
-void crash_violation(const char *workload, const char *state, const char *fmt, ...)
-{
-	va_list ap;
-	crash_violations++;
-	if (crash_violations > 20)
-		return; /* enough to act on */
-	fprintf(stderr, "VIOLATION %s [%s]: ", workload, state);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-uint64_t crash_fnv(const void *p, size_t n, uint64_t h)
-{
-	const uint8_t *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
 
 struct totals {
 	uint64_t workloads, states, violations;

@@ -9,6 +9,7 @@
  *   oracle.c    what must hold on a crash image of a library workload;
  *   workloads.c the handwritten workloads and the ACE-style generator;
  *   crash.c     the tiers (bounded, --long), workers and the summary;
+ *   report.c    counters and violation lines (every tool);
  *   logfile.c   reads a log the daemon streamed (ORDFS_TEST_RECORD);
  *   sqlite.c    crash_sqlite: the states of a logged SQLite run on the
  *               real daemon, judged by SQLite itself.
@@ -41,13 +42,21 @@
 #define CRASH_SECTOR 512u
 #define CRASH_STALE 0xee /* every byte of a free data block in a base image */
 
-/* ---- results (crash.c) ---------------------------------------------------- */
+/* ---- results (report.c) --------------------------------------------------- */
 
 extern uint64_t crash_states_checked, crash_violations;
 extern bool crash_verbose;
 void crash_violation(const char *workload, const char *state, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 uint64_t crash_fnv(const void *p, size_t n, uint64_t h);
+
+/* ---- logfile.c ------------------------------------------------------------ */
+
+/* Reads a stream (blockdev_record_stream) into events (each with its own
+ * NUL-terminated data) and a file into memory.  0 or a negative errno. */
+int crash_read_stream(const char *path, struct blockdev_event **ev, size_t *n);
+void crash_free_stream(struct blockdev_event *ev, size_t n);
+int crash_read_file(const char *path, uint8_t **data, size_t *size);
 
 /* ---- states.c ------------------------------------------------------------- */
 

@@ -17,9 +17,18 @@
  *
  * The manifest of committed transactions lives outside the mount: the
  * client appends the id after COMMIT returns and fsyncs the manifest.
+ *
+ * Power-cut states: the daemon runs with ORDFS_TEST_RECORD, which streams
+ * every write and flush of the image to a log; the client marks "B n"
+ * before each transaction and "C n" after its COMMIT returned
+ * (ORDFS_IOC_TEST_MARK), and tests/crash/crash_sqlite rebuilds the images
+ * a power cut could leave (prefixes, reorderings between flushes, torn
+ * sectors, crashes during recovery) and lets SQLite judge each one.
+ * ORDFS_SQLITE_STATES (default 1500) caps the states per journal mode.
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +38,7 @@
 #include <unistd.h>
 
 #include "mnt_helpers.h"
+#include "ordfs_ioctl.h"
 
 static unsigned rounds(void)
 {
@@ -179,6 +189,103 @@ static void sqlite_rounds(bool wal)
 	mnt_finish(&m);
 }
 
+/* ---- power-cut states of a recorded run -------------------------------------- */
+
+static void test_mark(int dirfd, const char *fmt, long n)
+{
+	struct ordfs_test_mark tm;
+	memset(&tm, 0, sizeof(tm));
+	snprintf(tm.text, sizeof(tm.text), fmt, n);
+	MNT_OK(ioctl(dirfd, ORDFS_IOC_TEST_MARK, &tm));
+}
+
+/* The client of a recorded run, in this process: the schema (C 0), then
+ * `count` transactions, each marked before BEGIN and after COMMIT. */
+static void recorded_client(const char *mountpoint, bool wal, long count)
+{
+	char db_path[MNT_FILE_LEN + 16];
+	snprintf(db_path, sizeof(db_path), "%s/test.db", mountpoint);
+	int dirfd = open(mountpoint, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	sqlite3 *db;
+	ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+	ck_assert_int_eq(exec_sql(db, wal ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+					  : "PRAGMA journal_mode=DELETE; PRAGMA synchronous=EXTRA;"),
+			 SQLITE_OK);
+	test_mark(dirfd, "B %ld", 0);
+	ck_assert_int_eq(exec_sql(db, "BEGIN; CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB);"
+				      "CREATE TABLE c(k INTEGER PRIMARY KEY, n INTEGER);"
+				      "INSERT INTO c VALUES (1, 0); COMMIT;"),
+			 SQLITE_OK);
+	test_mark(dirfd, "C %ld", 0);
+	for (long id = 1; id <= count; id++) {
+		char sql[160];
+		snprintf(sql, sizeof(sql),
+			 "BEGIN; INSERT INTO t VALUES (%ld, randomblob(%ld));"
+			 "UPDATE c SET n = n + 1 WHERE k = 1; COMMIT;", id, 200 + id * 397 % 5000);
+		test_mark(dirfd, "B %ld", id);
+		ck_assert_int_eq(exec_sql(db, sql), SQLITE_OK);
+		test_mark(dirfd, "C %ld", id);
+	}
+	ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+	close(dirfd);
+}
+
+static void power_cut_states(bool wal)
+{
+	const char *bin = getenv("CRASH_SQLITE_BIN");
+	ck_assert_msg(bin != NULL, "CRASH_SQLITE_BIN not set (run through meson)");
+	const char *cap = getenv("ORDFS_SQLITE_STATES");
+	struct mnt m;
+	mnt_setup(&m, "16M");
+	char base[MNT_FILE_LEN + 8], log[MNT_FILE_LEN + 8], env[MNT_FILE_LEN + 32];
+	snprintf(base, sizeof(base), "%s", mnt_host_path(&m, "base.img"));
+	snprintf(log, sizeof(log), "%s", mnt_host_path(&m, "record.log"));
+	size_t len;
+	char *img = mnt_slurp(m.image, &len);
+	ck_assert(img);
+	int fd = open(base, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	mnt_write_all(fd, img, len);
+	MNT_OK(close(fd));
+	free(img);
+	snprintf(env, sizeof(env), "ORDFS_TEST_RECORD=%s", log);
+	mnt_start_env(&m, NULL, env);
+	recorded_client(m.mountpoint, wal, 12);
+	mnt_stop(&m);
+	mnt_check(&m);
+
+	char cmd[4 * MNT_FILE_LEN];
+	snprintf(cmd, sizeof(cmd), "'%s' '%s' '%s' --max-states %s 2>&1", bin, log, base,
+		 cap && atoi(cap) > 0 ? cap : "1500");
+	FILE *out = popen(cmd, "r");
+	ck_assert(out);
+	char line[512];
+	bool summary = false;
+	while (fgets(line, sizeof(line), out)) {
+		printf("  %s: %s", wal ? "WAL" : "rollback journal", line);
+		fflush(stdout);
+		summary |= strncmp(line, "crash_sqlite:", 13) == 0;
+	}
+	int status = pclose(out);
+	ck_assert_msg(summary, "crash_sqlite printed no summary");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "crash_sqlite found violations (status %d)", status);
+	mnt_finish(&m);
+}
+
+START_TEST(test_sqlite_power_cut_states_rollback)
+{
+	power_cut_states(false);
+}
+END_TEST
+
+START_TEST(test_sqlite_power_cut_states_wal)
+{
+	power_cut_states(true);
+}
+END_TEST
+
 START_TEST(test_sqlite_rollback_journal)
 {
 	sqlite_rounds(false);
@@ -195,9 +302,11 @@ int main(void)
 {
 	Suite *s = suite_create("mounted sqlite");
 	TCase *tc = tcase_create("sqlite");
-	tcase_set_timeout(tc, 300);
+	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_sqlite_rollback_journal);
 	tcase_add_test(tc, test_sqlite_wal);
+	tcase_add_test(tc, test_sqlite_power_cut_states_rollback);
+	tcase_add_test(tc, test_sqlite_power_cut_states_wal);
 	suite_add_tcase(s, tc);
 	return mnt_run_suite(s);
 }
