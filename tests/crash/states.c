@@ -5,7 +5,8 @@
  *   (a) prefixes: the crash right after write w (the kill -9 model);
  *   (b) between flush k-1 and flush k: every write before flush k-1
  *       durable plus a subset of the writes between (all subsets up to 12
- *       writes, else every pair left out and a seeded sample);
+ *       writes, else every subset of at most two, every subset missing at
+ *       most two, and a seeded sample);
  *   (c) torn writes: the crash during write w, its 512-byte sectors half
  *       old and half new (both ways), sector 0 alone new, sector 1 alone
  *       new, and garbage in one sector (a seeded one, and sector 0).
@@ -302,6 +303,33 @@ static void torn_writes(struct enum_state *s, uint64_t share)
 	}
 }
 
+/* The writes [first, first + count) between two flushes: which of them
+ * are in.  ONLY: just a and b (a == b: one write); ALL_BUT: all except a
+ * and b; RANDOM: each with probability 1/2 from rng. */
+enum subset_kind { ONLY, ALL_BUT, RANDOM };
+
+static void choose(struct enum_state *s, size_t first, size_t count, enum subset_kind kind,
+		   size_t a, size_t b, uint64_t *rng)
+{
+	for (size_t w = 0; w < s->nwrites; w++) {
+		if (w < first || w >= first + count) {
+			s->include[w] = w < first;
+			continue;
+		}
+		size_t i = w - first;
+		if (kind == RANDOM) {
+			*rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+			s->include[w] = (*rng >> 33) & 1;
+		} else {
+			bool named = i == a || i == b;
+			s->include[w] = kind == ONLY ? named : !named;
+		}
+	}
+}
+
+/* All subsets up to SUBSET_ALL_MAX writes; beyond, every subset of at
+ * most two writes, every subset missing at most two, and a seeded sample
+ * (prefixes of the interval are among the prefixes already judged). */
 static void flush_subsets(struct enum_state *s)
 {
 	uint64_t rng = s->p->seed;
@@ -317,23 +345,27 @@ static void flush_subsets(struct enum_state *s)
 		}
 		if (count < 2)
 			continue; /* the prefixes covered it */
-		uint64_t total = count <= SUBSET_ALL_MAX ? (1ull << count) : 0;
-		uint64_t tries = total ? total : 64 + count * count;
-		for (uint64_t t = 0; t < tries && s->budget; t++) {
-			uint64_t mask;
-			if (total) {
-				mask = t;
-			} else if (t < count * count) {
-				/* all but writes t / count and t % count */
-				mask = ~0ull & ~(1ull << (t / count % 64)) & ~(1ull << (t % count % 64));
-			} else {
-				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-				mask = rng;
+		if (count <= SUBSET_ALL_MAX) {
+			for (uint64_t mask = 0; mask < (1ull << count) && s->budget; mask++) {
+				for (size_t w = 0; w < s->nwrites; w++)
+					s->include[w] = w < first || (w < first + count &&
+								      ((mask >> (w - first)) & 1));
+				snprintf(state, sizeof(state), "flush %zu subset %#" PRIx64, k, mask);
+				judge(s, NULL, hi, state, false);
 			}
-			for (size_t w = 0; w < s->nwrites; w++)
-				s->include[w] = w < first ||
-						(w < first + count && ((mask >> ((w - first) % 64)) & 1));
-			snprintf(state, sizeof(state), "flush %zu subset %#" PRIx64, k, mask);
+			continue;
+		}
+		for (unsigned kind = ONLY; kind <= ALL_BUT; kind++)
+			for (size_t a = 0; a < count && s->budget; a++)
+				for (size_t b = a; b < count && s->budget; b++) {
+					choose(s, first, count, kind, a, b, &rng);
+					snprintf(state, sizeof(state), "flush %zu %s %zu,%zu of %zu", k,
+						 kind == ONLY ? "only" : "all but", a, b, count);
+					judge(s, NULL, hi, state, false);
+				}
+		for (size_t t = 0; t < 64 + count && s->budget; t++) {
+			choose(s, first, count, RANDOM, 0, 0, &rng);
+			snprintf(state, sizeof(state), "flush %zu sample %zu of %zu", k, t, count);
 			judge(s, NULL, hi, state, false);
 		}
 	}
