@@ -60,8 +60,8 @@ int crash_read_file(const char *path, uint8_t **data, size_t *size);
 
 /* ---- states.c ------------------------------------------------------------- */
 
-/* Judges one crash-state image (owned by the callee; destroy it).  limit is
- * the event index of the crash point: marks before it bind. */
+/* Judges one crash-state image (borrowed: the enumerator reuses it).  limit
+ * is the event index of the crash point: marks before it bind. */
 typedef void (*crash_oracle_fn)(void *ctx, struct blockdev *img, size_t limit,
 				const char *state);
 

@@ -250,7 +250,6 @@ void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *sta
 	const char *why = "";
 	if (ordfs_mount(img, &opts, &fs, &why) != 0) {
 		crash_violation(c->workload, state, "mount (recovery) failed: %s", why);
-		blockdev_destroy(img);
 		return;
 	}
 	struct promises *p = calloc(1, sizeof(*p));
@@ -311,5 +310,4 @@ out:
 	res.report = quiet;
 	if (ordfs_check(img, &res) != 0 || res.problems)
 		crash_violation(c->workload, state, "checker: %u problems", res.problems);
-	blockdev_destroy(img);
 }

@@ -157,7 +157,6 @@ static void sqlite_oracle(void *ctx, struct blockdev *img, size_t limit, const c
 	const char *why = "";
 	if (ordfs_mount(img, &c->opts, &fs, &why) != 0) {
 		crash_violation("sqlite", state, "mount (recovery) failed: %s", why);
-		blockdev_destroy(img);
 		return;
 	}
 	static const char *const suffix[] = { "", "-journal", "-wal" };
@@ -181,7 +180,6 @@ static void sqlite_oracle(void *ctx, struct blockdev *img, size_t limit, const c
 	res.report = quiet;
 	if (ordfs_check(img, &res) != 0 || res.problems)
 		crash_violation("sqlite", state, "checker: %u problems", res.problems);
-	blockdev_destroy(img);
 }
 
 int main(int argc, char **argv)

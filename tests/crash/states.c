@@ -53,6 +53,9 @@ struct enum_state {
 	uint64_t *seen;           /* signatures judged */
 	size_t nseen, cap_seen;
 	uint64_t judged, budget;
+	/* Reused for every state (a fresh 8 MiB buffer per state costs more
+	 * than filling one again, most of all under ASan). */
+	struct blockdev *img, *again;
 };
 
 /* ---- images ---------------------------------------------------------------- */
@@ -60,10 +63,9 @@ struct enum_state {
 static struct blockdev *build_image(struct enum_state *s, const struct tear *tear)
 {
 	const struct crash_log *log = s->log;
-	struct blockdev *img;
-	if (blockdev_mem_from(log->base, log->size, &img))
-		return NULL;
+	struct blockdev *img = s->img;
 	uint8_t *bytes = blockdev_mem_bytes(img);
+	memcpy(bytes, log->base, log->size);
 	for (size_t w = 0; w < s->nwrites; w++) {
 		const struct blockdev_event *e = &log->ev[s->writes[w]];
 		if (e->off + e->len > log->size)
@@ -140,9 +142,8 @@ static void crash_during_recovery(struct enum_state *s, struct blockdev *img, si
 		for (size_t i = 0; i < n; i++)
 			writes += ev[i].type == BD_EV_WRITE;
 		for (size_t cut = 0; cut < writes && s->budget; cut++) {
-			struct blockdev *again;
-			if (blockdev_mem_from(blockdev_mem_bytes(img), size, &again))
-				break;
+			struct blockdev *again = s->again;
+			memcpy(blockdev_mem_bytes(again), blockdev_mem_bytes(img), size);
 			size_t applied = 0;
 			for (size_t i = 0; i < n && applied < cut; i++) {
 				if (ev[i].type != BD_EV_WRITE)
@@ -168,12 +169,8 @@ static void judge(struct enum_state *s, const struct tear *tear, size_t limit,
 	if (!s->budget)
 		return;
 	struct blockdev *img = build_image(s, tear);
-	if (!img)
+	if (seen_before(s, signature(s, img)))
 		return;
-	if (seen_before(s, signature(s, img))) {
-		blockdev_destroy(img);
-		return;
-	}
 	s->budget--;
 	s->judged++;
 	if (cut_recovery)
@@ -380,7 +377,10 @@ uint64_t crash_enumerate(const struct crash_log *log, const struct crash_enum_pa
 	s.flushes = calloc(log->n + 1, sizeof(size_t));
 	s.include = calloc(log->n + 1, sizeof(bool));
 	s.may_garbage = calloc(log->n + 1, sizeof(bool));
-	if (!s.writes || !s.flushes || !s.include || !s.may_garbage)
+	if (!s.writes || !s.flushes || !s.include || !s.may_garbage ||
+	    blockdev_mem_from(log->base, log->size, &s.img) != 0)
+		goto out;
+	if (blockdev_mem_from(log->base, log->size, &s.again) != 0)
 		goto out;
 	for (size_t i = 0; i < log->n; i++) {
 		if (log->ev[i].type == BD_EV_WRITE)
@@ -401,5 +401,9 @@ out:
 	free(s.may_garbage);
 	free(s.touched);
 	free(s.seen);
+	if (s.img)
+		blockdev_destroy(s.img);
+	if (s.again)
+		blockdev_destroy(s.again);
 	return s.judged;
 }
