@@ -22,6 +22,12 @@
  *  - Dirty pages are bounded fs-wide (fs->dirty_limit_pages): a writer
  *    past the bound writes back its own file before returning, so the
  *    heavy writer is throttled, not the fsync caller.
+ *  - data=journal: no data is written in place.  Writeback copies each
+ *    page into the block's cache buffer under the handle that maps it (or,
+ *    for mapped blocks, a handle of its own), so the data is logged and
+ *    committed with its metadata and reaches home only at checkpoint;
+ *    reads of mapped blocks look in the cache first.  A run is cut to what
+ *    one handle may log.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,6 +40,7 @@
 #include "alloc/alloc.h"
 #include "atime/atime.h"
 #include "blockdev/blockdev.h"
+#include "cache/bcache.h"
 #include "extent/extent.h"
 #include "journal/journal.h"
 
@@ -125,6 +132,15 @@ static int read_block(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint
 		return 0;
 	}
 	uint64_t phys = ext.physical + (lblk - ext.logical);
+	if (fs->opts.data_mode == JOURNAL_DATA_JOURNAL) {
+		/* The newest contents may be logged and not yet home. */
+		struct buf *b = bcache_peek(fs->cache, phys);
+		if (b) {
+			memcpy(buf, b->data, fs->block_size);
+			bcache_put(fs->cache, b);
+			return 0;
+		}
+	}
 	return blockdev_read(fs->bd, buf, fs->block_size, phys * fs->block_size);
 }
 
@@ -216,6 +232,40 @@ static int write_run(struct ordfs *fs, struct page **v, uint32_t n, uint64_t phy
 	return err;
 }
 
+/* data=journal: pages v[0..n) become the contents of blocks phys.. in
+ * handle h (logged with it, written home at checkpoint). */
+static int log_run(struct ordfs *fs, struct handle *h, struct page **v, uint32_t n,
+		   uint64_t phys)
+{
+	int err = 0;
+	for (uint32_t i = 0; i < n && !err; i++) {
+		struct buf *b = bcache_peek(fs->cache, phys + i);
+		if (!b)
+			err = bcache_get_new(fs->cache, phys + i, &b);
+		if (err)
+			break;
+		err = journal_get_write_access(h, b, 0);
+		if (!err)
+			memcpy(b->data, v[i]->data, fs->block_size);
+		bcache_put(fs->cache, b);
+	}
+	return err;
+}
+
+static bool data_logged(const struct ordfs *fs)
+{
+	return fs->opts.data_mode == JOURNAL_DATA_JOURNAL;
+}
+
+/* data=journal: the longest run one handle may log beside `overhead`
+ * other credits. */
+static uint32_t loggable(struct ordfs *fs, uint32_t n, uint32_t overhead)
+{
+	uint32_t max = journal_max_credits(fs->journal);
+	uint32_t room = max > overhead + 1 ? max - overhead - 1 : 1;
+	return n < room ? n : room;
+}
+
 /* Allocates, writes [J1] and maps a run of delayed pages (consecutive
  * logical blocks, all reserved).  Returns the number of pages done. */
 static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct page **v,
@@ -223,16 +273,20 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 {
 	uint64_t start;
 	uint32_t got;
+	uint32_t meta = extent_credits(fs, inode, 1) + 1;
+	if (data_logged(fs))
+		n = loggable(fs, n, meta + alloc_credits(fs->alloc, n));
 	int err = alloc_claim_blocks(fs->alloc, goal, n, ALLOC_FROM_RESERVATION, &start, &got);
 	if (err)
 		return err;
-	err = write_run(fs, v, got, start);
+	if (!data_logged(fs))
+		err = write_run(fs, v, got, start);
 	if (err)
 		goto unclaim;
 
 	struct handle *h;
-	err = journal_start(fs->journal,
-			    extent_credits(fs, inode, 1) + alloc_credits(fs->alloc, got) + 1, &h);
+	err = journal_start(fs->journal, meta + alloc_credits(fs->alloc, got) +
+					 (data_logged(fs) ? got : 0), &h);
 	if (err)
 		goto unclaim;
 	bool undo = false; /* nothing recorded: the claim can go back */
@@ -244,6 +298,8 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 		err = extent_insert(fs, h, inode, &e); /* changes nothing if it fails */
 		undo = err && alloc_unmark_blocks(fs->alloc, h, start, got) == 0;
 	}
+	if (!err && data_logged(fs))
+		err = log_run(fs, h, v, got, start); /* fails only if the journal aborted */
 	if (!err) {
 		uint64_t end = (v[0]->lblk + got) * fs->block_size;
 		uint64_t disk = end < inode->size ? end : inode->size;
@@ -307,7 +363,26 @@ static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct pa
 	uint64_t off_in_ext = v[0]->lblk - ext->logical;
 	uint64_t room = ext->len - off_in_ext;
 	uint32_t len = n < room ? n : (uint32_t)room;
-	int err = write_run(fs, v, len, ext->physical + off_in_ext);
+	int err;
+	if (data_logged(fs)) {
+		len = loggable(fs, len, 0);
+		struct handle *h;
+		err = journal_start(fs->journal, len, &h);
+		if (!err) {
+			err = log_run(fs, h, v, len, ext->physical + off_in_ext);
+			/* fsync and fdatasync must wait for this transaction. */
+			uint64_t tid = journal_handle_tid(h);
+			if (tid > inode->sync_tid)
+				inode->sync_tid = tid;
+			if (tid > inode->datasync_tid)
+				inode->datasync_tid = tid;
+			int serr = journal_stop(h);
+			if (!err)
+				err = serr;
+		}
+	} else {
+		err = write_run(fs, v, len, ext->physical + off_in_ext);
+	}
 	if (!err && (ext->flags & ORDFS_EXT_UNWRITTEN)) {
 		uint64_t end = (v[0]->lblk + len) * fs->block_size;
 		err = file_set_extent_flags(fs, inode, v[0]->lblk, len, 0,

@@ -82,9 +82,11 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 			o->fs.data_mode = JOURNAL_DATA_ORDERED;
 		else if (strcmp(opt + 5, "writeback") == 0)
 			o->fs.data_mode = JOURNAL_DATA_WRITEBACK;
+		else if (strcmp(opt + 5, "journal") == 0)
+			o->fs.data_mode = JOURNAL_DATA_JOURNAL;
 		else
 			return fail(err, errlen,
-				    "bad data mode '%s' (ordered or writeback)", opt + 5);
+				    "bad data mode '%s' (ordered, writeback or journal)", opt + 5);
 		return 0;
 	}
 	if (strncmp(opt, "commit=", 7) == 0)

@@ -475,11 +475,14 @@ static void keys_fix(struct path *p, unsigned level, uint64_t key)
 	}
 }
 
-/* Frees mapped blocks [E7]. */
+/* Frees mapped blocks [E7].  Blocks whose contents went through the log
+ * (directories, symlinks; file data with data=journal) are freed as
+ * metadata: forgotten by the journal and revoked [J6]. */
 static int free_mapped(struct ordfs *fs, struct handle *h, const struct inode *inode,
 		       uint64_t start, uint32_t len)
 {
-	unsigned flags = S_ISREG(inode->d.mode) ? 0 : ALLOC_METADATA;
+	bool logged = !S_ISREG(inode->d.mode) || fs->opts.data_mode == JOURNAL_DATA_JOURNAL;
+	unsigned flags = logged ? ALLOC_METADATA : 0;
 	return alloc_free_blocks(fs->alloc, h, start, len, flags);
 }
 

@@ -66,6 +66,7 @@ struct handle;
 enum journal_data_mode {
 	JOURNAL_DATA_ORDERED = 0,  /* default */
 	JOURNAL_DATA_WRITEBACK = 1,
+	JOURNAL_DATA_JOURNAL = 2,  /* file data goes through the log too */
 };
 
 struct journal_config {

@@ -3,12 +3,13 @@
  * workloads (workloads.c) on worker processes, and prints one summary line.
  *
  * Usage: crash [--long] [--seed N] [--jobs N] [--index N] [-v]
- *   bounded tier (CI): the handwritten workloads in both modes and both
- *     journal sizes, all 180 1-operation workloads, a seeded sample of
- *     2-operation workloads in data=ordered and a smaller one in
- *     writeback, sampled 3-operation workloads, and four long runs;
+ *   bounded tier (CI): the handwritten workloads in the three data modes
+ *     and both journal sizes, all 180 1-operation workloads, a seeded
+ *     sample of 2-operation workloads in data=ordered and a smaller one in
+ *     writeback and journal, sampled 3-operation workloads, and six long
+ *     runs (each mode, each journal size);
  *   --long: every 2-operation sequence (32,400) in data=ordered, larger
- *     samples elsewhere, eight long runs of 400 operations;
+ *     samples elsewhere, twelve long runs of 400 operations;
  *   --jobs N: N worker processes (default: 2 for --long, else 1);
  *   --index N: only workload N of the tier (as named in a violation).
  * Summary: "crash: W workloads, S crash states checked, V violations" and
@@ -68,15 +69,15 @@ int main(int argc, char **argv)
 		}
 	}
 	struct crash_tier t = {
-		.fixed = 16, .one_op = 180, .two_op = 150, .two_op_writeback = 40,
-		.three_op = 40, .long_runs = 4, .long_ops = 150, .seed = seed,
+		.fixed = 24, .one_op = 180, .two_op = 150, .two_op_other = 60,
+		.three_op = 40, .long_runs = 6, .long_ops = 150, .seed = seed,
 	};
 	if (longrun) {
 		t.two_op = 180 * 180;
 		t.two_op_all = true;
-		t.two_op_writeback = 2000;
+		t.two_op_other = 4000;
 		t.three_op = 4000;
-		t.long_runs = 8;
+		t.long_runs = 12;
 		t.long_ops = 400;
 	}
 	if (!jobs)

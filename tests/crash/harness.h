@@ -143,7 +143,7 @@ struct crash_tier {
 	unsigned one_op;      /* every 1-operation workload (ordered) */
 	unsigned two_op;      /* 2-operation workloads: sampled, or all */
 	bool two_op_all;
-	unsigned two_op_writeback;
+	unsigned two_op_other; /* sampled, in writeback and journal modes */
 	unsigned three_op;    /* sampled 3-operation workloads */
 	unsigned long_runs;   /* fsx-style runs of long_ops operations */
 	unsigned long_ops;

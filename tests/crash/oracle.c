@@ -260,7 +260,8 @@ void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *sta
 		goto out;
 	}
 	gather(c->log, limit, p);
-	bool ordered = opts.data_mode == JOURNAL_DATA_ORDERED;
+	/* data=journal promises at least what data=ordered does. */
+	bool ordered = opts.data_mode != JOURNAL_DATA_WRITEBACK;
 	for (unsigned i = 0; i < p->n; i++) {
 		const struct expectation *e = &p->e[i];
 		uint64_t fh = 0, dh = 0, size = 0;

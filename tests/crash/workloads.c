@@ -13,7 +13,9 @@
  * workloads), 3-operation sequences are sampled, and long fsx-style runs
  * draw hundreds of operations with varied offsets.
  *
- * Every workload runs in one data mode with the default or the smallest
+ * Every workload runs in one data mode (ordered, writeback or journal:
+ * the handwritten ones and long runs in all three, the samples mostly in
+ * ordered) with the default or the smallest
  * (64-block) journal, so wrap-around, checkpoints and revokes are crossed
  * by crashes.  A workload's label names its tier index: `crash --index N`
  * with the same tier options runs that one again.
@@ -195,8 +197,9 @@ static void run_plan(const struct plan *pl)
 {
 	struct crash_run r;
 	char label[192];
-	snprintf(label, sizeof(label), "%s %s journal %u", pl->label,
-		 pl->mode == JOURNAL_DATA_ORDERED ? "ordered" : "writeback", pl->journal);
+	static const char *const mode_names[] = { "ordered", "writeback", "journal" };
+	snprintf(label, sizeof(label), "%s data=%s journal %u", pl->label, mode_names[pl->mode],
+		 pl->journal);
 	bool gen = !pl->fixed;
 	if (crash_run_start(&r, pl->mode, pl->journal, gen ? gen_setup : NULL,
 			    gen ? gen_universe : fixed_universe) != 0) {
@@ -236,7 +239,7 @@ static void run_plan(const struct plan *pl)
 
 unsigned crash_tier_count(const struct crash_tier *t)
 {
-	return t->fixed + t->one_op + t->two_op + t->two_op_writeback + t->three_op +
+	return t->fixed + t->one_op + t->two_op + t->two_op_other + t->three_op +
 	       t->long_runs;
 }
 
@@ -248,10 +251,13 @@ void crash_tier_run(const struct crash_tier *t, unsigned index)
 	pl.seed = mix(t->seed * 1000003u + index);
 	pl.journal = index % 2 ? 64 : 0;
 	pl.mode = JOURNAL_DATA_ORDERED;
+	static const enum journal_data_mode modes[] = {
+		JOURNAL_DATA_ORDERED, JOURNAL_DATA_WRITEBACK, JOURNAL_DATA_JOURNAL,
+	};
 	if (i < t->fixed) {
 		pl.fixed = fixed[i % NFIXED].fn;
-		pl.mode = i / NFIXED % 2 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_ORDERED;
-		pl.journal = i / NFIXED / 2 % 2 ? 64 : 0;
+		pl.mode = modes[i / NFIXED % 3];
+		pl.journal = i / NFIXED / 3 % 2 ? 64 : 0;
 		snprintf(pl.label, sizeof(pl.label), "#%u %s", index, fixed[i % NFIXED].name);
 		run_plan(&pl);
 		return;
@@ -265,9 +271,9 @@ void crash_tier_run(const struct crash_tier *t, unsigned index)
 		return;
 	}
 	i -= t->one_op;
-	if (i < t->two_op + t->two_op_writeback) {
-		bool wb = i >= t->two_op;
-		if (t->two_op_all && !wb) {
+	if (i < t->two_op + t->two_op_other) {
+		bool other = i >= t->two_op;
+		if (t->two_op_all && !other) {
 			pl.ops[0] = i / GEN_OPS % GEN_OPS;
 			pl.ops[1] = i % GEN_OPS;
 		} else {
@@ -275,19 +281,19 @@ void crash_tier_run(const struct crash_tier *t, unsigned index)
 			pl.ops[1] = (unsigned)(pl.seed / GEN_OPS % GEN_OPS);
 		}
 		pl.nops = 2;
-		if (wb)
-			pl.mode = JOURNAL_DATA_WRITEBACK;
+		if (other)
+			pl.mode = i % 2 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_JOURNAL;
 		snprintf(pl.label, sizeof(pl.label), "#%u 2op %u+%u", index, pl.ops[0], pl.ops[1]);
 		run_plan(&pl);
 		return;
 	}
-	i -= t->two_op + t->two_op_writeback;
+	i -= t->two_op + t->two_op_other;
 	if (i < t->three_op) {
 		for (unsigned k = 0; k < 3; k++)
 			pl.ops[k] = (unsigned)(mix(pl.seed + k) % GEN_OPS);
 		pl.nops = 3;
-		if (i % 4 == 3)
-			pl.mode = JOURNAL_DATA_WRITEBACK;
+		if (i % 4 >= 2)
+			pl.mode = modes[i % 4 - 1];
 		snprintf(pl.label, sizeof(pl.label), "#%u 3op %u+%u+%u", index, pl.ops[0],
 			 pl.ops[1], pl.ops[2]);
 		run_plan(&pl);
@@ -295,8 +301,8 @@ void crash_tier_run(const struct crash_tier *t, unsigned index)
 	}
 	i -= t->three_op;
 	pl.long_ops = t->long_ops;
-	pl.mode = i % 2 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_ORDERED;
-	pl.journal = i / 2 % 2 ? 64 : 0;
+	pl.mode = modes[i % 3];
+	pl.journal = i / 3 % 2 ? 64 : 0;
 	snprintf(pl.label, sizeof(pl.label), "#%u long %u ops", index, t->long_ops);
 	run_plan(&pl);
 }

@@ -4,7 +4,8 @@
  *
  * Owns: the kill -9 rounds (ORDFS_KILL_ROUNDS, default 20; seed from
  * ORDFS_KILL_SEED, default the clock, printed so a failure can be
- * replayed).  Each round: mount with -f; 4 worker processes loop over
+ * replayed).  Each round: mount with -f (data=ordered or data=journal,
+ * default or 1 s commit interval, in turn); 4 worker processes loop over
  * create+write+fsync, overwrite+fsync, rename (in a directory, across
  * directories, over another file)+fsync of the directories, and
  * unlink+fsync of the directory, each in its own directories; after a
@@ -590,7 +591,10 @@ static bool log_says_recovered(const char *log)
 static void run_round(struct mnt *m, unsigned round, uint64_t *rng, unsigned *recovered)
 {
 	unsigned first = round - round % EPOCH;
-	const char *opts = round % 2 ? "commit=1" : NULL;
+	/* data=ordered and data=journal, with the default and a 1 s commit */
+	static const char *const round_opts[] = { NULL, "commit=1", "data=journal",
+						  "data=journal,commit=1" };
+	const char *opts = round_opts[round % 4];
 	mnt_start(m, opts);
 	make_round_dirs(m, round);
 
@@ -659,9 +663,9 @@ static void run_round(struct mnt *m, unsigned round, uint64_t *rng, unsigned *re
 			exact += v.exact_files;
 		}
 	}
-	printf("round %2u: killed after %4u ms%s, %u ops completed, workers saw %s, %s, "
+	printf("round %2u: killed after %4u ms (-o %s), %u ops completed, workers saw %s, %s, "
 	       "%u files exact since round %u\n",
-	       round, delay, opts ? " (commit=1)" : "", completed, errs,
+	       round, delay, opts ? opts : "defaults", completed, errs,
 	       rec ? "journal replayed" : "no replay needed", exact, first);
 	fflush(stdout);
 	mnt_stop(m);

@@ -14,6 +14,7 @@
 
 #include "helpers.h"
 #include "file.h"
+#include "extent/extent.h"
 
 static const struct ordfs_cred root_cred = { 0, 0 };
 
@@ -417,6 +418,86 @@ START_TEST(test_enospc_reported_by_write)
 }
 END_TEST
 
+/* Whether the image bytes hold `len` bytes of p at a block boundary in
+ * [first, end) blocks. */
+static bool image_has(struct test_fs *t, const uint8_t *p, size_t len, uint64_t first,
+		      uint64_t end)
+{
+	const uint8_t *bytes = blockdev_mem_bytes(t->mem);
+	uint32_t bs = t->fs->block_size;
+	for (uint64_t b = first; b < end; b++)
+		if (memcmp(bytes + b * bs, p, len) == 0)
+			return true;
+	return false;
+}
+
+/* data=journal: file data goes through the log, is read back from the
+ * cache before it is home, survives a crash by replay, and reaches home
+ * at checkpoint. */
+START_TEST(test_data_journal_logs_file_data)
+{
+	struct test_fs t;
+	tfs_setup(&t, 8 << 20, 4096, 0);
+	tfs_unmount(&t);
+	t.opts.data_mode = JOURNAL_DATA_JOURNAL;
+	tfs_mount(&t);
+	uint32_t bs = t.fs->block_size;
+	const struct ordfs_super *sb = &t.fs->sb;
+	uint8_t *one = malloc(bs), *two = malloc(bs), *back = malloc(bs);
+	ck_assert(one && two && back);
+	for (uint32_t i = 0; i < bs; i++) {
+		one[i] = (uint8_t)(i * 13 + 1);
+		two[i] = (uint8_t)(i * 29 + 7);
+	}
+	struct inode *root = tfs_root(&t), *f;
+	ck_assert_int_eq(ordfs_create(t.fs, root, "f", 0644, &root_cred, &f), 0);
+	ck_assert_int_eq(ordfs_write(t.fs, f, one, bs, 0), bs);
+	ck_assert_int_eq(ordfs_write(t.fs, f, one, bs, bs), bs);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	struct ordfs_extent ext;
+	ck_assert_int_eq(extent_lookup(t.fs, f, 1, &ext), 1);
+	uint64_t home = ext.physical + (1 - ext.logical);
+	uint64_t log_first = sb->journal_start, log_end = sb->journal_start + sb->journal_blocks;
+	/* Logged, not yet home. */
+	ck_assert(image_has(&t, one, bs, log_first, log_end));
+	ck_assert(!image_has(&t, one, bs, home, home + 1));
+	/* An overwrite in place goes through the log too, and reads see it. */
+	ck_assert_int_eq(ordfs_write(t.fs, f, two, bs, bs), bs);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, true), 0);
+	ck_assert(image_has(&t, two, bs, log_first, log_end));
+	ck_assert(!image_has(&t, two, bs, home, home + 1));
+	ck_assert_int_eq(ordfs_read(t.fs, f, back, bs, bs), bs);
+	ck_assert_mem_eq(back, two, bs);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+
+	/* A crash now: replay puts both versions' last one home. */
+	tfs_crash(&t);
+	tfs_mount(&t);
+	ck_assert(image_has(&t, two, bs, home, home + 1));
+	ck_assert_int_eq(ordfs_lookup_path(t.fs, "f", &f), 0);
+	ck_assert_int_eq(ordfs_read(t.fs, f, back, bs, 0), bs);
+	ck_assert_mem_eq(back, one, bs);
+	ck_assert_int_eq(ordfs_read(t.fs, f, back, bs, bs), bs);
+	ck_assert_mem_eq(back, two, bs);
+	/* Freed logged blocks are revoked: truncate, reuse, crash, replay. */
+	ck_assert_int_eq(ordfs_write(t.fs, f, one, bs, bs), bs);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	ck_assert_int_eq(ordfs_truncate(t.fs, f, 0), 0);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	inode_put(t.fs, f);
+	tfs_crash(&t);
+	tfs_mount(&t);
+	ck_assert_int_eq(ordfs_lookup_path(t.fs, "f", &f), 0);
+	ck_assert_uint_eq(f->size, 0);
+	inode_put(t.fs, f);
+	tfs_unmount_and_check(&t);
+	free(one);
+	free(two);
+	free(back);
+}
+END_TEST
+
 START_TEST(test_refused_mounts_leave_image_untouched)
 {
 	struct test_fs t;
@@ -676,6 +757,7 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_periodic_writeback_without_fsync);
 	tcase_add_test(tc, test_enospc_sparse_writes_keep_accepted_data);
 	tcase_add_test(tc, test_interrupted_truncate_finished_at_mount);
+	tcase_add_test(tc, test_data_journal_logs_file_data);
 	suite_add_tcase(s, tc);
 	return s;
 }
