@@ -31,6 +31,7 @@
 #include "fuse_ops.h"
 #include "../log.h"
 #include "options.h"
+#include "utab.h"
 #include "../fs.h"
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
@@ -245,6 +246,23 @@ static struct fuse_session *make_session(const struct daemon_options *o,
 	return se;
 }
 
+struct live_ctx {
+	int verdict_fd;
+	const struct daemon_options *o;
+};
+
+static void *announce_live(void *arg)
+{
+	struct live_ctx *live = arg;
+	int err = utab_register_umount_helper(live->o->source, live->o->mountpoint);
+	if (err)
+		logmsg(LOG_WARNING, "cannot record the umount helper for %s (%s): umount will "
+		       "not wait for the daemon; fusermount3 -u does not either",
+		       live->o->mountpoint, strerror(-err));
+	finish_detach(live->verdict_fd, true);
+	return NULL;
+}
+
 static int serve(struct fuse_session *se, const struct daemon_options *o)
 {
 	if (o->single_thread)
@@ -364,7 +382,15 @@ int main(int argc, char **argv)
 	if (dctx.fs->recovery.needed)
 		logmsg(LOG_NOTICE, "recovered the journal: %u transactions replayed",
 		       dctx.fs->recovery.transactions);
-	finish_detach(verdict_fd, true);
+	/* The mount is live; the parent (and mount(8) behind it) returns once
+	 * umount(8) has been told to wait for us, which needs the loop
+	 * running: a thread does it while this one serves. */
+	struct live_ctx live = { verdict_fd, &o };
+	pthread_t announcer;
+	if (pthread_create(&announcer, NULL, announce_live, &live) == 0)
+		pthread_detach(announcer);
+	else
+		announce_live(&live);
 
 	main_thread = pthread_self();
 	int loop = serve(se, &o);

@@ -8,6 +8,7 @@
  * another's files (ordfs does not check permissions itself).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,10 @@ static const char *const passthrough[] = {
 /* Options with a value forwarded to libfuse. */
 static const char *const passthrough_prefix[] = { "fsname=", "subtype=", "max_read=", NULL };
 
-/* Options the mount helpers add that mean nothing to a FUSE filesystem. */
+/* Options the mount helpers add that mean nothing to a FUSE filesystem
+ * (x-*: userspace options, e.g. x-systemd.automount; comment=: fstab). */
 static const char *const ignored[] = { "defaults", "loop", NULL };
+static const char *const ignored_prefix[] = { "x-", "comment=", "helper=", NULL };
 
 static bool in_list(const char *const *list, const char *opt)
 {
@@ -126,7 +129,7 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 		o->fs.readonly = true;
 	if (strcmp(opt, "rw") == 0)
 		o->fs.readonly = false;
-	if (in_list(ignored, opt))
+	if (in_list(ignored, opt) || has_prefix_in(ignored_prefix, opt))
 		return 0;
 	if (in_list(passthrough, opt) || has_prefix_in(passthrough_prefix, opt))
 		return append_fuse_opt(o, opt, err, errlen);
@@ -171,6 +174,44 @@ int daemon_parse_args(int argc, char **argv, struct daemon_options *o, char *err
 		      size_t errlen)
 {
 	return daemon_parse_args_over(argc, argv, NULL, o, err, errlen);
+}
+
+/* The mount's source and type as /proc/mounts shows them, unless given:
+ * "IMAGE MOUNTPOINT fuse.ordfs", so umount(8) finds umount.fuse.ordfs and
+ * that helper finds the image.  Commas and backslashes in the path are
+ * escaped for libfuse's option parser. */
+static int add_mount_identity(struct daemon_options *o, char *err, size_t errlen)
+{
+	const char *given = strstr(o->fuse_opts, "fsname=");
+	if (given) {
+		/* as given (unescaped, up to the next unescaped comma) */
+		size_t k = 0;
+		for (const char *p = given + 7; *p && *p != ',' && k + 1 < sizeof(o->source); p++) {
+			if (*p == '\\' && p[1])
+				p++;
+			o->source[k++] = *p;
+		}
+		o->source[k] = '\0';
+	} else {
+		char *abs = realpath(o->image, NULL);
+		const char *path = abs ? abs : o->image;
+		snprintf(o->source, sizeof(o->source), "%s", path);
+		char opt[PATH_MAX * 2 + 8] = "fsname=";
+		size_t k = strlen(opt);
+		for (const char *p = path; *p && k + 2 < sizeof(opt); p++) {
+			if (*p == ',' || *p == '\\')
+				opt[k++] = '\\';
+			opt[k++] = *p;
+		}
+		opt[k] = '\0';
+		free(abs);
+		int rc = append_fuse_opt(o, opt, err, errlen);
+		if (rc)
+			return rc;
+	}
+	if (!strstr(o->fuse_opts, "subtype="))
+		return append_fuse_opt(o, "subtype=ordfs", err, errlen);
+	return 0;
 }
 
 int daemon_parse_args_over(int argc, char **argv, const char *image_defaults,
@@ -224,5 +265,5 @@ int daemon_parse_args_over(int argc, char **argv, const char *image_defaults,
 	if (!o->mountpoint)
 		return fail(err, errlen, "missing MOUNTPOINT (usage: ordfs IMAGE MOUNTPOINT [-o opts])%s",
 			    "");
-	return 0;
+	return add_mount_identity(o, err, errlen);
 }

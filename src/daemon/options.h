@@ -10,6 +10,7 @@
 #ifndef ORDFS_DAEMON_OPTIONS_H
 #define ORDFS_DAEMON_OPTIONS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -25,7 +26,9 @@ struct daemon_options {
 	struct ordfs_options fs;
 	/* Comma-separated options for libfuse (always includes
 	 * default_permissions, see options.c). */
-	char fuse_opts[1024];
+	char fuse_opts[PATH_MAX + 1024];
+	/* The mount's source as /proc/mounts shows it (fsname=). */
+	char source[PATH_MAX];
 };
 
 /* Parses argv.  0 on success; otherwise a negative errno and a one-line

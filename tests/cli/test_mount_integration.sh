@@ -1,0 +1,107 @@
+#!/bin/bash
+# test_mount_integration.sh - ordfs through the system's own tools:
+# mkfs -t ordfs, mount -t fuse.ordfs (mount(8) -> mount.fuse3 -> ordfs),
+# an fstab line (mount -T FSTAB MOUNTPOINT), umount(8) (-> umount.ordfs,
+# which waits until the daemon has closed the image), fsck -t ordfs.
+#
+# Usage: test_mount_integration.sh BUILD_DIR
+#   Needs root, /dev/fuse, util-linux mount and /sbin/mount.fuse (fuse3);
+#   exits 77 (skip) with a line saying what is missing otherwise.
+#
+# mount(8) finds the daemon only on its own PATH (/usr/local/sbin, /usr/sbin,
+# ...) and umount(8) its helpers only in /sbin, so for the length of the
+# test this build's binaries are linked where `meson install` would put
+# them: /usr/local/sbin/{ordfs,mkfs.ordfs,fsck.ordfs} and
+# /sbin/{umount.ordfs,umount.fuse.ordfs}.  A different file already there
+# is moved aside and put back at exit; an identical one is used as it is.
+set -u
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+
+BUILD=$(readlink -f "${1:?usage: test_mount_integration.sh BUILD_DIR}")
+skip() { echo "SKIP  $1"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "not root: mount(8) and the helpers need it"
+[ -c /dev/fuse ] && [ -r /dev/fuse ] || skip "/dev/fuse is missing"
+[ -x /sbin/mount.fuse ] || [ -x /sbin/mount.fuse3 ] || skip "no /sbin/mount.fuse (Debian package fuse3)"
+mount --version 2>/dev/null | grep -q util-linux || skip "mount(8) is not util-linux's"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ordfs-mount.XXXXXX")
+IMG=$WORK/disk.img
+MNT=$WORK/mnt
+mkdir "$MNT"
+
+declare -a LINKED=() SAVED=()
+link_tool() { # link_tool BUILT_FILE DEST
+	local built=$1 dest=$2
+	if [ -e "$dest" ] && cmp -s "$built" "$dest"; then
+		return 0
+	fi
+	if [ -e "$dest" ] || [ -L "$dest" ]; then
+		mv "$dest" "$dest.ordfs-test-saved" && SAVED+=("$dest")
+	fi
+	ln -s "$built" "$dest" && LINKED+=("$dest")
+}
+cleanup() {
+	mountpoint -q "$MNT" && umount -l "$MNT"
+	local p
+	for p in "${LINKED[@]}"; do rm -f "$p"; done
+	for p in "${SAVED[@]}"; do mv "$p.ordfs-test-saved" "$p"; done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+mkdir -p /usr/local/sbin
+link_tool "$BUILD/src/ordfs" /usr/local/sbin/ordfs
+link_tool "$BUILD/tools/mkfs.ordfs" /usr/local/sbin/mkfs.ordfs
+link_tool "$BUILD/tools/fsck.ordfs" /usr/local/sbin/fsck.ordfs
+link_tool "$BUILD/tools/umount.ordfs" /sbin/umount.ordfs
+link_tool "$BUILD/tools/umount.ordfs" /sbin/umount.fuse.ordfs
+
+is_mounted_ordfs() { grep -q "^$IMG $MNT fuse.ordfs " /proc/mounts; }
+image_closed() { flock -n "$IMG" true; }
+
+# --- mkfs -t, fsck -t ---------------------------------------------------------
+check "mkfs -t ordfs makes an image" mkfs -t ordfs -q "$IMG" 96M
+check "fsck -t ordfs -f on it exits 0" fsck -t ordfs -f "$IMG"
+
+# --- mount -t fuse.ordfs, umount waits ------------------------------------------
+check "mount -t fuse.ordfs -o noatime,data=journal" \
+	mount -t fuse.ordfs "$IMG" "$MNT" -o noatime,data=journal
+check "/proc/mounts shows IMAGE MOUNTPOINT fuse.ordfs" is_mounted_ordfs
+dd if=/dev/urandom of="$WORK/src" bs=1M count=40 status=none
+cp "$WORK/src" "$MNT/big"
+mkdir "$MNT/dir" && echo hello >"$MNT/dir/note"
+check "umount exits 0" umount "$MNT"
+check "the image is closed when umount returns (its lock is free)" image_closed
+check "fsck.ordfs -fn right after umount exits 0" "$BUILD/tools/fsck.ordfs" -fn "$IMG"
+
+# --- an fstab line ------------------------------------------------------------------
+printf '%s %s fuse.ordfs noauto,data=ordered,noatime,x-systemd.automount,comment=test 0 2\n' \
+	"$IMG" "$MNT" >"$WORK/fstab"
+check "mount -T FSTAB MOUNTPOINT (an fstab line)" mount -T "$WORK/fstab" "$MNT"
+check "the fstab mount is live" is_mounted_ordfs
+check "data written before is there" cmp "$WORK/src" "$MNT/big"
+check "and the small file" grep -qx hello "$MNT/dir/note"
+rm "$MNT/big"
+check "umount of the fstab mount exits 0" umount "$MNT"
+check "the image is closed when umount returns" image_closed
+check "fsck -t ordfs -fn after it exits 0" fsck -t ordfs -fn "$IMG"
+
+# --- the generic options mount(8) and mount.fuse3 forward ------------------------------
+check "generic options accepted" mount -t fuse.ordfs "$IMG" "$MNT" \
+	-o rw,nosuid,nodev,noexec,sync,dirsync,defaults,_netdev,nofail,x-foo=bar,relatime
+check "umount -l (lazy) exits 0" umount -l "$MNT"
+for _ in $(seq 100); do image_closed && break; sleep 0.1; done
+check "the lazily unmounted image is closed soon after" image_closed
+
+# --- refusals ------------------------------------------------------------------------
+cp "$IMG" "$WORK/before"
+if mount -t fuse.ordfs "$IMG" "$MNT" -o data=bogus 2>"$WORK/err"; then
+	fail "a bad option is refused"
+	umount "$MNT"
+else
+	pass "a bad option is refused (exit non-zero)"
+fi
+check "with a one-line reason" grep -q "bad data mode 'bogus'" "$WORK/err"
+check "and nothing mounted" bash -c "! grep -q ' $MNT ' /proc/mounts"
+check "and the image untouched" cmp -s "$IMG" "$WORK/before"
+summary

@@ -1,0 +1,246 @@
+/*
+ * umount.ordfs - the umount(8) helper for ordfs mounts: unmounts, then
+ * waits until the daemon has written everything back and closed the image.
+ *
+ * Why: the kernel does not wait for a FUSE daemon at umount.  umount(2)
+ * returns as soon as the mount is gone, while the daemon is still writing
+ * back, committing and marking the image clean; an `fsck` or a second
+ * mount started right then would find the image busy or mid-update.  The
+ * daemon holds an exclusive flock on the image for as long as it has it
+ * open (src/daemon/main.c), so "the image is clean and closed" is "that
+ * lock can be taken".
+ *
+ * umount(8) runs /sbin/umount.ordfs MOUNTPOINT [-nlfvr] [-N ns] [-t type]
+ * for mounts its table (utab) gives helper=ordfs (the daemon records that
+ * when it runs as root, src/daemon/utab.c), and umount.fuse.ordfs (a link
+ * to it) where it knows the type fuse.ordfs (the daemon names its mounts
+ * fsname=IMAGE, subtype=ordfs).  Rules:
+ *  - the image is found in /proc/self/mountinfo (the mount's source) and
+ *    opened before the unmount, so its lock can be waited for even if the
+ *    path is replaced meanwhile;
+ *  - -l (lazy) detaches and does not wait (the daemon goes on while files
+ *    are open); -f forces;
+ *  - without privilege to unmount, fusermount3 -u does it;
+ *  - ORDFS_UMOUNT_TIMEOUT (seconds, default 600) bounds the wait; past it
+ *    the exit status is 32 (umount's "failure") with a line that says the
+ *    daemon still holds the image.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_FAIL 32 /* umount(8)'s "umount failure" */
+
+static const char *prog = "umount.ordfs";
+
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s)
+{
+	char *out = s;
+	for (char *in = s; *in; in++) {
+		if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' &&
+		    in[3] >= '0' && in[3] <= '7') {
+			*out++ = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
+			in += 3;
+		} else {
+			*out++ = *in;
+		}
+	}
+	*out = '\0';
+}
+
+/* The source and type of the mount at `target` (the last such line, the
+ * one on top).  0, or -ENOENT when nothing is mounted there. */
+static int find_mount(const char *target, char *source, size_t ssize, char *type, size_t tsize)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return -errno;
+	char line[3 * PATH_MAX];
+	int err = -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		/* id parent major:minor root mountpoint options... - type source superopts */
+		char *save = NULL, *field[5];
+		int n = 0;
+		char *dash = strstr(line, " - ");
+		if (!dash)
+			continue;
+		*dash = '\0';
+		for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
+			field[n++] = t;
+		if (n < 5)
+			continue;
+		unescape(field[4]);
+		if (strcmp(field[4], target) != 0)
+			continue;
+		char *t_save = NULL;
+		char *fstype = strtok_r(dash + 3, " ", &t_save);
+		char *src = strtok_r(NULL, " ", &t_save);
+		if (!fstype || !src)
+			continue;
+		unescape(src);
+		snprintf(type, tsize, "%s", fstype);
+		snprintf(source, ssize, "%s", src);
+		err = 0;
+	}
+	fclose(f);
+	return err;
+}
+
+static int run_fusermount(const char *target, bool lazy)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (lazy)
+			execlp("fusermount3", "fusermount3", "-u", "-z", "--", target, (char *)NULL);
+		else
+			execlp("fusermount3", "fusermount3", "-u", "--", target, (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Waits until the daemon has closed the image: its flock can be taken. */
+static int wait_closed(int fd, const char *image, bool verbose)
+{
+	const char *env = getenv("ORDFS_UMOUNT_TIMEOUT");
+	double limit = env && *env ? strtod(env, NULL) : 600.0;
+	double start = now();
+	bool told = false;
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			fprintf(stderr, "%s: %s: cannot wait for the daemon: %s\n", prog, image,
+				strerror(errno));
+			return EXIT_FAIL;
+		}
+		double waited = now() - start;
+		if (waited > limit) {
+			fprintf(stderr, "%s: %s: unmounted, but the ordfs daemon still has the image "
+				"open after %.0f s\n", prog, image, waited);
+			return EXIT_FAIL;
+		}
+		if (!told && (verbose || waited > 2.0)) {
+			fprintf(stderr, "%s: waiting for the ordfs daemon to write back and close %s\n",
+				prog, image);
+			told = true;
+		}
+		usleep(10000);
+	}
+	flock(fd, LOCK_UN);
+	return 0;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: %s MOUNTPOINT [-nlfvr] [-N NAMESPACE] [-t TYPE]\n"
+		     "Unmounts an ordfs mount and waits until its daemon has written\n"
+		     "everything back and closed the image (umount(8) runs it).\n"
+		     "  -l  lazy: detach now, do not wait    -f  force\n"
+		     "  -v  verbose                          -n, -r  accepted, no effect\n"
+		     "ORDFS_UMOUNT_TIMEOUT=SECONDS bounds the wait (default 600).\n", prog);
+}
+
+int main(int argc, char **argv)
+{
+	const char *arg = NULL;
+	bool lazy = false, force = false, verbose = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+			printf("%s %s\n", prog, ORDFS_PACKAGE_VERSION);
+			return 0;
+		}
+		if ((strcmp(a, "-N") == 0 || strcmp(a, "-t") == 0) && i + 1 < argc) {
+			if (strcmp(a, "-N") == 0) {
+				fprintf(stderr, "%s: -N (mount namespaces) is not supported\n", prog);
+				return EXIT_FAIL;
+			}
+			i++;
+			continue;
+		}
+		if (a[0] == '-' && a[1]) {
+			for (const char *c = a + 1; *c; c++) {
+				switch (*c) {
+				case 'l': lazy = true; break;
+				case 'f': force = true; break;
+				case 'v': verbose = true; break;
+				case 'n': case 'r': case 'i': case 'd': break;
+				default:
+					fprintf(stderr, "%s: unknown option '-%c'\n", prog, *c);
+					usage(stderr);
+					return EXIT_FAIL;
+				}
+			}
+			continue;
+		}
+		if (arg) {
+			fprintf(stderr, "%s: unexpected argument '%s'\n", prog, a);
+			return EXIT_FAIL;
+		}
+		arg = a;
+	}
+	if (!arg) {
+		usage(stderr);
+		return EXIT_FAIL;
+	}
+	char target[PATH_MAX];
+	if (!realpath(arg, target))
+		snprintf(target, sizeof(target), "%s", arg);
+	char image[PATH_MAX], type[64];
+	int err = find_mount(target, image, sizeof(image), type, sizeof(type));
+	if (err) {
+		fprintf(stderr, "%s: %s: not mounted\n", prog, target);
+		return EXIT_FAIL;
+	}
+	if (strcmp(type, "fuse.ordfs") != 0)
+		fprintf(stderr, "%s: %s: a %s mount, not fuse.ordfs; unmounting without waiting\n",
+			prog, target, type);
+	int fd = strcmp(type, "fuse.ordfs") == 0 ? open(image, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0 && strcmp(type, "fuse.ordfs") == 0)
+		fprintf(stderr, "%s: %s: cannot open the image (%s); unmounting without waiting\n",
+			prog, image, strerror(errno));
+
+	int flags = (lazy ? MNT_DETACH : 0) | (force ? MNT_FORCE : 0);
+	if (umount2(target, flags) != 0) {
+		int e = errno;
+		if (e != EPERM || run_fusermount(target, lazy) != 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog, target, strerror(e));
+			if (fd >= 0)
+				close(fd);
+			return EXIT_FAIL;
+		}
+	}
+	if (verbose)
+		fprintf(stderr, "%s: %s unmounted\n", prog, target);
+	int status = 0;
+	if (fd >= 0 && !lazy)
+		status = wait_closed(fd, image, verbose);
+	if (fd >= 0)
+		close(fd);
+	return status;
+}
