@@ -74,6 +74,11 @@ static void on_rename(struct promises *p, const char *from, const char *to, uint
 	struct expectation *fe = find(p, from), *te = find(p, to);
 	if (!fe || !te || strcmp(from, to) == 0)
 		return;
+	/* An earlier rename's promise ("under exactly one of X and from/to")
+	 * ends when its file moves on or is replaced. */
+	for (unsigned k = 0; k < p->n; k++)
+		if (strcmp(p->e[k].pair, from) == 0 || strcmp(p->e[k].pair, to) == 0)
+			p->e[k].pair[0] = 0;
 	bool from_durable = fe->binding && fe->dhash == h && fe->size == size;
 	bool to_durable = te->binding;
 	uint64_t old_h = te->dhash, old_size = te->size;
