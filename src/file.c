@@ -61,6 +61,11 @@ struct page_cache {
 
 /* ---- the page cache --------------------------------------------------- */
 
+uint64_t file_dirty_limit_pages(const struct ordfs *fs)
+{
+	return fs->dirty_limit_pages ? fs->dirty_limit_pages : DEFAULT_DIRTY_LIMIT_PAGES;
+}
+
 bool file_has_dirty(const struct inode *inode)
 {
 	return inode->pages && inode->pages->count > 0;
@@ -566,8 +571,7 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 		 * setattr before the write, for writers without CAP_FSETID. */
 		inode->times_dirty = true;
 	}
-	uint64_t limit = fs->dirty_limit_pages ? fs->dirty_limit_pages
-					       : DEFAULT_DIRTY_LIMIT_PAGES;
+	uint64_t limit = file_dirty_limit_pages(fs);
 	if (__atomic_load_n(&fs->dirty_pages, __ATOMIC_RELAXED) > limit) {
 		int werr = file_writeback_locked(fs, inode);
 		if (werr && done == 0)

@@ -26,6 +26,8 @@ struct handle;
 /* True if the inode has dirty pages (any lock may be held; it is a hint
  * for eviction, read under the inode cache lock). */
 bool file_has_dirty(const struct inode *inode);
+/* Dirty pages fs-wide past which a writer writes back its own file. */
+uint64_t file_dirty_limit_pages(const struct ordfs *fs);
 /* Delayed pages (reserved, not yet allocated) of the inode. */
 uint64_t file_delayed_blocks(const struct inode *inode);
 /* Frees the page cache of an inode being dropped from memory. */

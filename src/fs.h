@@ -25,6 +25,7 @@
 #include "journal/journal.h"
 #include "flush/guard.h"
 #include "atime/atime.h"
+#include "stats/latency.h"
 
 struct blockdev;
 struct bcache;
@@ -82,6 +83,7 @@ struct ordfs {
 	pthread_mutex_t writeback_lock;
 	pthread_cond_t writeback_cond;
 	uint64_t dirty_limit_pages;   /* writers write back beyond this */
+	struct latency_hist fsync_latency; /* ordfs_fsync since mount (atomic) */
 
 	bool stopped;                 /* fatal() was called (sb_lock) */
 	bool error_recorded;          /* sb_lock */

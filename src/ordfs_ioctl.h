@@ -22,6 +22,39 @@
 /* Writes back all dirty data, commits the journal and flushes the image. */
 #define ORDFS_IOC_SYNC _IO('o', 0x01)
 
+/* What `ordfsctl stats` shows (src/stats/stats.c fills it). */
+enum ordfs_flush_state {
+	ORDFS_FLUSH_OK = 0,        /* flushes work */
+	ORDFS_FLUSH_FAILING = 1,   /* the last flush failed; writes are kept and retried */
+	ORDFS_FLUSH_UNSUPPORTED = 2, /* the image cannot be flushed; flushes skipped */
+	ORDFS_FLUSH_DISABLED = 3,  /* nobarrier */
+	ORDFS_FLUSH_READONLY = 4,  /* the journal stopped after an error: read-only */
+};
+
+struct ordfs_stats {
+	uint32_t version;          /* 1 */
+	uint32_t block_size;
+	char options[512];         /* the mount options in force */
+	uint64_t journal_blocks;   /* log size (blocks) */
+	uint64_t journal_used;     /* blocks holding transactions not yet home */
+	uint64_t commits;          /* transactions committed since mount */
+	uint64_t commits_requested; /* ... of which someone waited for (fsync, sync) */
+	uint64_t commit_failures;
+	uint64_t checkpoints;
+	uint64_t flushes;          /* flushes of the image passed to the host */
+	uint64_t flushes_skipped;  /* asked for with nothing new to make durable */
+	uint64_t flush_errors, write_errors;
+	uint32_t flush_state;      /* enum ordfs_flush_state */
+	uint32_t reserved;
+	uint64_t retained_blocks;  /* copies kept for a retry after a failed flush */
+	uint64_t dirty_bytes;      /* file data not yet written back */
+	uint64_t dirty_limit_bytes; /* writers past it write back their own data */
+	uint64_t fsyncs;           /* fsync/fdatasync calls since mount */
+	uint64_t fsync_mean_ns, fsync_p50_ns, fsync_p90_ns, fsync_p99_ns, fsync_p999_ns,
+		fsync_max_ns;
+};
+#define ORDFS_IOC_STATS _IOR('o', 0x02, struct ordfs_stats)
+
 /* Test only: a mark in the log of the recording device under the image (a
  * daemon started with ORDFS_TEST_RECORD=PATH streams every write and flush
  * of the image to PATH; tests/crash/crash_sqlite replays it).  text is

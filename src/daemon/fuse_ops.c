@@ -42,6 +42,7 @@
 #include <sys/statvfs.h>
 
 #include "fuse_ops.h"
+#include "../stats/stats.h"
 #include "../fs.h"
 #include "../inode.h"
 #include "../ops.h"
@@ -809,7 +810,6 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg,
 	(void)node;
 	(void)arg;
 	(void)fi;
-	(void)out_bufsz;
 	if (flags & FUSE_IOCTL_COMPAT) {
 		fuse_reply_err(req, ENOSYS);
 		return;
@@ -819,6 +819,16 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg,
 	case ORDFS_IOC_SYNC:
 		err = ordfs_sync(ctx_of(req)->fs);
 		break;
+	case ORDFS_IOC_STATS: {
+		struct ordfs_stats st;
+		if (out_bufsz < sizeof(st)) {
+			err = -EINVAL;
+			break;
+		}
+		ordfs_stats_fill(ctx_of(req)->fs, &st);
+		fuse_reply_ioctl(req, 0, &st, sizeof(st));
+		return;
+	}
 	case ORDFS_IOC_TEST_FAULT:
 		err = test_fault(ctx_of(req), in_buf, in_bufsz);
 		break;

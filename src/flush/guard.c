@@ -386,6 +386,10 @@ static int guard_flush(struct blockdev *bd)
 	/* Nothing written since the last good flush: nothing to make durable. */
 	bool skip = g->cannot_flush ||
 		    (before == g->write_seq && before == g->flushed_seq && !g->unflushed_failure);
+	if (skip)
+		g->stats.flushes_skipped++;
+	else
+		g->stats.flushes++;
 	pthread_mutex_unlock(&g->lock);
 	if (skip) {
 		pthread_mutex_unlock(&g->flush_lock);
@@ -486,5 +490,6 @@ void flush_guard_get_stats(struct blockdev *bd, struct flush_guard_stats *out)
 	*out = g->stats;
 	out->retained_blocks = g->count;
 	out->cannot_flush = g->cannot_flush;
+	out->failing = g->unflushed_failure;
 	pthread_mutex_unlock(&g->lock);
 }

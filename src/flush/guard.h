@@ -61,7 +61,10 @@ struct flush_guard_config {
 };
 
 struct flush_guard_stats {
+	uint64_t flushes;          /* flushes passed to the device */
+	uint64_t flushes_skipped;  /* nothing written since the last good one */
 	uint64_t write_errors, flush_errors;
+	bool failing;              /* the last flush failed, none has worked since */
 	uint64_t retained_blocks;  /* copies held now */
 	uint64_t reissued_blocks;  /* copies written again after a failed flush */
 	bool cannot_flush;         /* flushes are skipped */

@@ -35,7 +35,17 @@ static bool is_regular(const struct inode *inode)
 	return (inode->d.mode & 0170000) == 0100000;
 }
 
+static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync);
+
 int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync)
+{
+	uint64_t t0 = latency_now_ns();
+	int err = fsync_timed(fs, inode, datasync);
+	latency_record(&fs->fsync_latency, latency_now_ns() - t0);
+	return err;
+}
+
+static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync)
 {
 	if (!fs->journal)
 		return 0;

@@ -492,7 +492,11 @@ void *journal_commit_thread(void *arg)
 			}
 		} else if (commit_due(j)) {
 			uint64_t tid = j->running->tid;
+			bool requested = j->commit_request >= tid;
+			uint64_t before = j->stats.commits;
 			commit_running(j);
+			if (requested && j->stats.commits > before)
+				j->stats.commits_requested++;
 			/* An empty transaction stays running; requests for it
 			 * are satisfied (its waiters see it empty). */
 			if (j->running->tid == tid && j->commit_request >= tid)

@@ -92,6 +92,8 @@ struct journal_config {
 struct journal_stats {
 	uint64_t commits;          /* transactions committed */
 	uint64_t commit_requests;  /* journal_commit_wait() calls that waited */
+	uint64_t commits_requested; /* commits someone waited for (the rest:
+				     * periodic, by the commit interval) */
 	uint64_t blocks_logged;    /* metadata copies written to the log */
 	uint64_t revokes_logged;
 	uint64_t checkpoints;

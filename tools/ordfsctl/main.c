@@ -1,21 +1,27 @@
 /*
- * main.c - ordfsctl: ask a mounted ordfs daemon to do something now.
+ * main.c - ordfsctl: ask a mounted ordfs daemon to do something now, or
+ * what it has been doing.
  *
  * Owns: the command line of ordfsctl.  Commands:
- *   sync MOUNTPOINT   write back all data, commit and flush the image
- *                     (what sync(1) cannot do for a FUSE filesystem).
+ *   sync MOUNTPOINT           write back all data, commit and flush the image
+ *                             (what sync(1) cannot do for a FUSE filesystem).
+ *   stats [--json] MOUNTPOINT the options in force, journal use, commits,
+ *                             flushes and their state, dirty data, fsync
+ *                             latency since mount (stats_print.c).
  * Rules: talks to the daemon only through the ioctls of ordfs_ioctl.h on
  * a file or directory of the mount; one line on error; exit 0 on
  * success, 1 if the daemon reported an error, 2 for a usage error.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "ordfs_ioctl.h"
+#include "stats_print.h"
 
 #ifndef ORDFS_PACKAGE_VERSION
 #define ORDFS_PACKAGE_VERSION "unknown"
@@ -24,28 +30,53 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: ordfsctl sync MOUNTPOINT\n"
-		     "  sync  write back all dirty data, commit the journal and flush the\n"
-		     "        image now (sync(1) does not reach FUSE filesystems; without\n"
-		     "        this, data waits for the next periodic commit)\n");
+		     "       ordfsctl stats [--json] MOUNTPOINT\n"
+		     "  sync   write back all dirty data, commit the journal and flush the\n"
+		     "         image now (sync(1) does not reach FUSE filesystems; without\n"
+		     "         this, data waits for the next periodic commit)\n"
+		     "  stats  mount options in force, journal size and use, commits\n"
+		     "         (waited for vs periodic), flushes, flush failures and state,\n"
+		     "         dirty data and its limit, fsync latency since mount;\n"
+		     "         --json for programs\n");
 }
 
-static int cmd_sync(const char *path)
+/* ioctl `cmd` on path; prints why it failed.  0 or 1. */
+static int ask(const char *path, unsigned long cmd, void *arg, const char *what)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "ordfsctl: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	int rc = ioctl(fd, ORDFS_IOC_SYNC);
+	int rc = ioctl(fd, cmd, arg);
 	int saved = errno;
 	close(fd);
 	if (rc != 0) {
 		if (saved == ENOTTY || saved == EINVAL || saved == ENOSYS)
 			fprintf(stderr, "ordfsctl: %s: not on a mounted ordfs\n", path);
 		else
-			fprintf(stderr, "ordfsctl: %s: sync failed: %s\n", path, strerror(saved));
+			fprintf(stderr, "ordfsctl: %s: %s failed: %s\n", path, what, strerror(saved));
 		return 1;
 	}
+	return 0;
+}
+
+static int cmd_stats(const char *path, bool json)
+{
+	struct ordfs_stats st;
+	memset(&st, 0, sizeof(st));
+	if (ask(path, ORDFS_IOC_STATS, &st, "stats"))
+		return 1;
+	if (st.version != 1) {
+		fprintf(stderr, "ordfsctl: %s: the daemon speaks stats version %u, this ordfsctl "
+			"version 1\n", path, st.version);
+		return 1;
+	}
+	st.options[sizeof(st.options) - 1] = '\0';
+	if (json)
+		stats_print_json(stdout, &st);
+	else
+		stats_print_text(stdout, path, &st);
 	return 0;
 }
 
@@ -60,10 +91,26 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "sync") == 0)
-		return cmd_sync(argv[2]);
-	if (argc >= 2 && strcmp(argv[1], "sync") != 0)
+		return ask(argv[2], ORDFS_IOC_SYNC, NULL, "sync");
+	if (argc >= 3 && strcmp(argv[1], "stats") == 0) {
+		bool json = false;
+		const char *path = NULL;
+		for (int i = 2; i < argc; i++) {
+			if (strcmp(argv[i], "--json") == 0)
+				json = true;
+			else if (!path && argv[i][0] != '-')
+				path = argv[i];
+			else
+				path = NULL, i = argc;
+		}
+		if (path)
+			return cmd_stats(path, json);
+		fprintf(stderr, "ordfsctl: usage: ordfsctl stats [--json] MOUNTPOINT\n");
+		return 2;
+	}
+	if (argc >= 2 && strcmp(argv[1], "sync") != 0 && strcmp(argv[1], "stats") != 0)
 		fprintf(stderr, "ordfsctl: unknown command '%s' (see --help)\n", argv[1]);
 	else
-		fprintf(stderr, "ordfsctl: usage: ordfsctl sync MOUNTPOINT\n");
+		fprintf(stderr, "ordfsctl: usage: ordfsctl sync MOUNTPOINT | stats [--json] MOUNTPOINT\n");
 	return 2;
 }
