@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "fs.h"
+#include "ops.h"
 #include "file.h"
 #include "inode.h"
 #include "alloc/alloc.h"
@@ -396,8 +397,8 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 			.data_mode = opts->data_mode,
 			.commit_interval_ms = opts->commit_interval_ms,
 			.barrier = opts->barrier,
-			.release_freed = alloc_release_freed,
-			.release_ctx = fs->alloc,
+			.release_freed = ordfs_release_freed,
+			.release_ctx = fs,
 			.retry_failed_commits = opts->flush_error == FLUSH_ERROR_REPORT,
 			.aborted = journal_aborted_cb,
 			.aborted_ctx = fs,

@@ -36,6 +36,7 @@ struct ordfs_options {
 	enum journal_data_mode data_mode;
 	unsigned commit_interval_ms; /* default 5000 */
 	bool barrier;                /* default true */
+	bool discard;                /* punch freed blocks out of the image */
 	bool readonly;
 	bool check_mode;             /* the checker's mount: read-only, bad bitmap
 					blocks tolerated (alloc.h) */
@@ -84,6 +85,7 @@ struct ordfs {
 	pthread_cond_t writeback_cond;
 	uint64_t dirty_limit_pages;   /* writers write back beyond this */
 	struct latency_hist fsync_latency; /* ordfs_fsync since mount (atomic) */
+	bool discard_off;             /* the backend refused a discard (atomic) */
 
 	bool stopped;                 /* fatal() was called (sb_lock) */
 	bool error_recorded;          /* sb_lock */

@@ -110,6 +110,15 @@ int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync);
 /* Writes back all dirty data, commits and flushes (ordfsctl sync). */
 int ordfs_sync(struct ordfs *fs);
 
+/* ---- discard (discard.c) ------------------------------------------------- */
+
+/* Discards every free block of the image (fstrim); *trimmed: the bytes.
+ * -EOPNOTSUPP if the backend cannot discard. */
+int ordfs_trim(struct ordfs *fs, uint64_t *trimmed);
+/* The journal's release callback: discards (-o discard), then gives the
+ * blocks back to the allocator. */
+void ordfs_release_freed(void *fs, uint64_t start, uint32_t len);
+
 /* One open file description's cursor into the file's write errors. */
 struct ordfs_file {
 	uint32_t wb_since; /* errseq_t */

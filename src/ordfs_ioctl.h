@@ -55,6 +55,13 @@ struct ordfs_stats {
 };
 #define ORDFS_IOC_STATS _IOR('o', 0x02, struct ordfs_stats)
 
+/* Discards every free block of the image (fstrim): an image file gets
+ * holes and shrinks on the host.  Out: the bytes discarded. */
+struct ordfs_trim {
+	uint64_t trimmed_bytes;
+};
+#define ORDFS_IOC_TRIM _IOR('o', 0x03, struct ordfs_trim)
+
 /* Test only: a mark in the log of the recording device under the image (a
  * daemon started with ORDFS_TEST_RECORD=PATH streams every write and flush
  * of the image to PATH; tests/crash/crash_sqlite replays it).  text is

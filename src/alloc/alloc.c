@@ -306,6 +306,25 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 	return 0;
 }
 
+void alloc_claim_free_run(struct alloc *a, uint64_t from, uint32_t max, uint64_t *start,
+			  uint32_t *len)
+{
+	pthread_mutex_lock(&a->lock);
+	if (from < a->data_start)
+		from = a->data_start;
+	uint64_t spare = available(a);
+	uint64_t s = from < a->data_end ? find_zero(a->map, from, a->data_end) : a->data_end;
+	uint32_t n = 0;
+	while (n < max && n < spare && s + n < a->data_end && !bit_test(a->map, s + n)) {
+		bit_set(a->map, s + n);
+		n++;
+	}
+	a->map_free -= n;
+	pthread_mutex_unlock(&a->lock);
+	*start = s;
+	*len = n;
+}
+
 static bool in_data_area(const struct alloc *a, uint64_t start, uint64_t len)
 {
 	return len > 0 && start >= a->data_start && start < a->data_end &&

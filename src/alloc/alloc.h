@@ -52,6 +52,12 @@ void alloc_destroy(struct alloc *a);
  * claim is in memory only: nothing on disk changes.  -ENOSPC if none. */
 int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned flags,
 		       uint64_t *start, uint32_t *got);
+/* For trim: claims the first free run at or after `from` (at most `max`
+ * blocks, and never what reservations still need), in memory only, so
+ * nothing is allocated there while it is discarded; give it back with
+ * alloc_unclaim_blocks(.., 0).  *len 0: nothing (more) to claim. */
+void alloc_claim_free_run(struct alloc *a, uint64_t from, uint32_t max, uint64_t *start,
+			  uint32_t *len);
 /* Gives back a claim that was never marked (e.g. the data write failed). */
 void alloc_unclaim_blocks(struct alloc *a, uint64_t start, uint32_t len, unsigned flags);
 /* Records claimed blocks as in use in the on-disk bitmap, under h. */

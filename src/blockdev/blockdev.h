@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdint.h>
 
 struct blockdev;
@@ -32,6 +33,10 @@ struct blockdev_ops {
 	int (*write)(struct blockdev *bd, const void *buf, size_t len, uint64_t off);
 	int (*flush)(struct blockdev *bd);
 	void (*destroy)(struct blockdev *bd);
+	/* Optional: the bytes [off, off + len) are no longer needed; reads of
+	 * them may return zeros from now on (a hole in an image file, a
+	 * BLKDISCARD on a device).  NULL: not supported. */
+	int (*discard)(struct blockdev *bd, uint64_t off, uint64_t len);
 };
 
 struct blockdev {
@@ -53,6 +58,12 @@ static inline int blockdev_write(struct blockdev *bd, const void *buf, size_t le
 static inline int blockdev_flush(struct blockdev *bd)
 {
 	return bd->ops->flush(bd);
+}
+
+/* -EOPNOTSUPP where the backend cannot discard. */
+static inline int blockdev_discard(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	return bd->ops->discard ? bd->ops->discard(bd, off, len) : -EOPNOTSUPP;
 }
 
 /* Closes the backend (a record wrapper does not close what it wraps). */
@@ -101,7 +112,7 @@ struct blockdev_event {
 };
 
 struct blockdev_counts {
-	uint64_t reads, writes, flushes;
+	uint64_t reads, writes, flushes, discards;
 	uint64_t bytes_read, bytes_written;
 };
 

@@ -4,7 +4,8 @@
  * Owns: the image file descriptor.  Rules: pread/pwrite are retried on EINTR
  * and on short transfers; a read past the end is -EIO; flush is fdatasync
  * (the image's metadata, such as its size, never changes after mkfs, so
- * fdatasync is enough).
+ * fdatasync is enough); discard punches a hole in an image file (the file
+ * keeps its size and shrinks on the host) or is BLKDISCARD on a device.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 struct file_dev {
 	struct blockdev bd;
 	int fd;
+	bool is_device;
 };
 
 static struct file_dev *to_file(struct blockdev *bd)
@@ -74,11 +76,25 @@ static void file_destroy(struct blockdev *bd)
 	free(bd);
 }
 
+static int file_discard(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	struct file_dev *f = to_file(bd);
+	if (off > bd->size || len > bd->size - off)
+		return -EIO;
+	if (f->is_device) {
+		uint64_t range[2] = { off, len };
+		return ioctl(f->fd, BLKDISCARD, range) == 0 ? 0 : -errno;
+	}
+	return fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+			 (off_t)len) == 0 ? 0 : -errno;
+}
+
 static const struct blockdev_ops file_ops = {
 	.read = file_read,
 	.write = file_write,
 	.flush = file_flush,
 	.destroy = file_destroy,
+	.discard = file_discard,
 };
 
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)
@@ -113,6 +129,7 @@ int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)
 	f->bd.ops = &file_ops;
 	f->bd.size = size;
 	f->fd = fd;
+	f->is_device = S_ISBLK(st.st_mode);
 	*out = &f->bd;
 	return 0;
 }

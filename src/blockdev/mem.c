@@ -52,6 +52,17 @@ static int mem_flush(struct blockdev *bd)
 	return 0;
 }
 
+static int mem_discard(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	struct mem_dev *m = to_mem(bd);
+	if (off > bd->size || len > bd->size - off)
+		return -EIO;
+	pthread_rwlock_wrlock(&m->lock);
+	memset(m->bytes + off, 0, len);
+	pthread_rwlock_unlock(&m->lock);
+	return 0;
+}
+
 static void mem_destroy(struct blockdev *bd)
 {
 	struct mem_dev *m = to_mem(bd);
@@ -65,6 +76,7 @@ static const struct blockdev_ops mem_ops = {
 	.write = mem_write,
 	.flush = mem_flush,
 	.destroy = mem_destroy,
+	.discard = mem_discard,
 };
 
 int blockdev_mem_from(const void *image, uint64_t size, struct blockdev **out)

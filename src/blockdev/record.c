@@ -280,11 +280,23 @@ static void record_destroy(struct blockdev *bd)
 	free(r);
 }
 
+/* Passed on, counted with the writes (not logged: a discard in a crash
+ * state may or may not have happened, and both leave freed blocks). */
+static int record_discard(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	struct record_dev *r = to_rec(bd);
+	pthread_mutex_lock(&r->lock);
+	r->counts.discards++;
+	pthread_mutex_unlock(&r->lock);
+	return blockdev_discard(r->inner, off, len);
+}
+
 static const struct blockdev_ops record_ops = {
 	.read = record_read,
 	.write = record_write,
 	.flush = record_flush,
 	.destroy = record_destroy,
+	.discard = record_discard,
 };
 
 int blockdev_record_create(struct blockdev *inner, bool log_writes, struct blockdev **out)

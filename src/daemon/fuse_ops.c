@@ -819,6 +819,18 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg,
 	case ORDFS_IOC_SYNC:
 		err = ordfs_sync(ctx_of(req)->fs);
 		break;
+	case ORDFS_IOC_TRIM: {
+		struct ordfs_trim t;
+		if (out_bufsz < sizeof(t)) {
+			err = -EINVAL;
+			break;
+		}
+		err = ordfs_trim(ctx_of(req)->fs, &t.trimmed_bytes);
+		if (err)
+			break;
+		fuse_reply_ioctl(req, 0, &t, sizeof(t));
+		return;
+	}
 	case ORDFS_IOC_STATS: {
 		struct ordfs_stats st;
 		if (out_bufsz < sizeof(st)) {

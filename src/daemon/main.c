@@ -82,6 +82,8 @@ static void usage(FILE *out)
 		"  commit=SECONDS  commit the journal at least this often (default 5)\n"
 		"  barrier         flush the image at every commit (default)\n"
 		"  nobarrier       never flush: faster, unsafe on power loss\n"
+		"  discard         punch freed blocks out of the image as they are freed\n"
+		"                  (or now and then: ordfsctl trim MOUNTPOINT)\n"
 		"  flush_error=    when a write or flush of the image fails:\n"
 		"      report      (default) fsync/fdatasync return EIO, once per open file;\n"
 		"                  the failed commit is retried, nothing is lost silently\n"

@@ -94,6 +94,10 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 	}
 	if (strncmp(opt, "commit=", 7) == 0)
 		return parse_commit(opt + 7, o, err, errlen);
+	if (strcmp(opt, "discard") == 0 || strcmp(opt, "nodiscard") == 0) {
+		o->fs.discard = opt[0] == 'd';
+		return 0;
+	}
 	if (strcmp(opt, "barrier") == 0 || strcmp(opt, "barrier=1") == 0) {
 		o->fs.barrier = true;
 		return 0;

@@ -450,11 +450,20 @@ static void guard_destroy(struct blockdev *bd)
 	free(g);
 }
 
+/* Passed on: a discard needs no durability, and a kept copy of a block
+ * discarded since (freed, so no one reads it) does no harm if written
+ * again after a failed flush. */
+static int guard_discard(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	return blockdev_discard(to_guard(bd)->inner, off, len);
+}
+
 static const struct blockdev_ops guard_ops = {
 	.read = guard_read,
 	.write = guard_write,
 	.flush = guard_flush,
 	.destroy = guard_destroy,
+	.discard = guard_discard,
 };
 
 int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *cfg,

@@ -22,9 +22,10 @@ void ordfs_options_describe(const struct ordfs_options *o, char *buf, size_t len
 	static const char *const errors[] = { "", "continue", "remount-ro", "abort" };
 	char atime[64];
 	atime_policy_describe(&o->atime, atime, sizeof(atime));
-	snprintf(buf, len, "%s,data=%s,commit=%u,%s,flush_error=%s%s%s,%s",
+	snprintf(buf, len, "%s,data=%s,commit=%u,%s,%s,flush_error=%s%s%s,%s",
 		 o->readonly ? "ro" : "rw", modes[o->data_mode % 3], o->commit_interval_ms / 1000,
-		 o->barrier ? "barrier" : "nobarrier", flush_error_policy_name(o->flush_error),
+		 o->barrier ? "barrier" : "nobarrier", o->discard ? "discard" : "nodiscard",
+		 flush_error_policy_name(o->flush_error),
 		 o->errors >= 1 && o->errors <= 3 ? ",errors=" : "",
 		 o->errors >= 1 && o->errors <= 3 ? errors[o->errors] : "", atime);
 }

@@ -71,7 +71,8 @@ static int g_flush(struct blockdev *bd)
 	return fail ? -EIO : 0;
 }
 static void g_destroy(struct blockdev *bd) { (void)bd; }
-static const struct blockdev_ops g_ops = { g_read, g_write, g_flush, g_destroy };
+static const struct blockdev_ops g_ops = { .read = g_read, .write = g_write, .flush = g_flush,
+					   .destroy = g_destroy };
 
 static void gdev_init(struct gdev *d, uint64_t blocks)
 {
@@ -265,7 +266,8 @@ static int s_flush(struct blockdev *bd)
 	return 0;
 }
 static void s_destroy(struct blockdev *bd) { (void)bd; }
-static const struct blockdev_ops s_ops = { s_read, s_write, s_flush, s_destroy };
+static const struct blockdev_ops s_ops = { .read = s_read, .write = s_write, .flush = s_flush,
+					   .destroy = s_destroy };
 
 struct fsyncer { struct ordfs *fs; struct inode *ino; int rc; };
 static void *do_fsync(void *a) { struct fsyncer *f = a; f->rc = ordfs_fsync(f->fs, f->ino, false); return NULL; }

@@ -5,6 +5,8 @@
  * Owns: the command line of ordfsctl.  Commands:
  *   sync MOUNTPOINT           write back all data, commit and flush the image
  *                             (what sync(1) cannot do for a FUSE filesystem).
+ *   trim MOUNTPOINT           discard every free block (fstrim for the
+ *                             image: it shrinks on the host).
  *   stats [--json] MOUNTPOINT the options in force, journal use, commits,
  *                             flushes and their state, dirty data, fsync
  *                             latency since mount (stats_print.c).
@@ -30,10 +32,13 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: ordfsctl sync MOUNTPOINT\n"
+		     "       ordfsctl trim MOUNTPOINT\n"
 		     "       ordfsctl stats [--json] MOUNTPOINT\n"
 		     "  sync   write back all dirty data, commit the journal and flush the\n"
 		     "         image now (sync(1) does not reach FUSE filesystems; without\n"
 		     "         this, data waits for the next periodic commit)\n"
+		     "  trim   discard every free block of the image (like fstrim): an\n"
+		     "         image file gets holes and takes less space on the host\n"
 		     "  stats  mount options in force, journal size and use, commits\n"
 		     "         (waited for vs periodic), flushes, flush failures and state,\n"
 		     "         dirty data and its limit, fsync latency since mount;\n"
@@ -58,6 +63,16 @@ static int ask(const char *path, unsigned long cmd, void *arg, const char *what)
 			fprintf(stderr, "ordfsctl: %s: %s failed: %s\n", path, what, strerror(saved));
 		return 1;
 	}
+	return 0;
+}
+
+static int cmd_trim(const char *path)
+{
+	struct ordfs_trim t = { 0 };
+	if (ask(path, ORDFS_IOC_TRIM, &t, "trim"))
+		return 1;
+	printf("%s: %.1f MiB (%llu bytes) trimmed\n", path,
+	       (double)t.trimmed_bytes / (1024.0 * 1024.0), (unsigned long long)t.trimmed_bytes);
 	return 0;
 }
 
@@ -92,6 +107,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && strcmp(argv[1], "sync") == 0)
 		return ask(argv[2], ORDFS_IOC_SYNC, NULL, "sync");
+	if (argc == 3 && strcmp(argv[1], "trim") == 0)
+		return cmd_trim(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "stats") == 0) {
 		bool json = false;
 		const char *path = NULL;
@@ -108,9 +125,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ordfsctl: usage: ordfsctl stats [--json] MOUNTPOINT\n");
 		return 2;
 	}
-	if (argc >= 2 && strcmp(argv[1], "sync") != 0 && strcmp(argv[1], "stats") != 0)
+	if (argc >= 2 && strcmp(argv[1], "sync") != 0 && strcmp(argv[1], "stats") != 0 &&
+	    strcmp(argv[1], "trim") != 0)
 		fprintf(stderr, "ordfsctl: unknown command '%s' (see --help)\n", argv[1]);
 	else
-		fprintf(stderr, "ordfsctl: usage: ordfsctl sync MOUNTPOINT | stats [--json] MOUNTPOINT\n");
+		fprintf(stderr, "ordfsctl: usage: ordfsctl sync|trim MOUNTPOINT | stats [--json] "
+			"MOUNTPOINT\n");
 	return 2;
 }

@@ -1,0 +1,67 @@
+/*
+ * discard.c - giving freed blocks back to the host: -o discard and
+ * `ordfsctl trim` (fstrim for an image).
+ *
+ * Owns: ordfs_trim and the journal's release callback.  Rules:
+ *  - A block is discarded only while nothing can allocate it: online
+ *    discard runs in the release callback, after the freeing transaction
+ *    committed and before the allocator gets the blocks back [J5]; trim
+ *    claims each free run in memory (alloc_claim_free_run), discards it,
+ *    then gives it back.  So a discard never punches data written since.
+ *  - Freed blocks hold nothing recovery needs: a freed metadata block (or
+ *    data block under data=journal) was revoked by the freeing
+ *    transaction [J6].
+ *  - A backend that cannot discard (-EOPNOTSUPP) turns online discard off
+ *    with one log line; trim reports it to the caller.
+ */
+#include <errno.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "fs.h"
+#include "log.h"
+#include "ops.h"
+#include "alloc/alloc.h"
+#include "blockdev/blockdev.h"
+
+#define TRIM_RUN_BLOCKS 8192u /* claimed at a time, so writers are never kept waiting long */
+
+void ordfs_release_freed(void *ctx, uint64_t start, uint32_t len)
+{
+	struct ordfs *fs = ctx;
+	if (fs->opts.discard && !__atomic_load_n(&fs->discard_off, __ATOMIC_RELAXED)) {
+		int err = blockdev_discard(fs->bd, start * fs->block_size,
+					   (uint64_t)len * fs->block_size);
+		if (err == -EOPNOTSUPP || err == -EINVAL) {
+			__atomic_store_n(&fs->discard_off, true, __ATOMIC_RELAXED);
+			ordfs_log(LOG_WARNING, "the image cannot discard (%s): discard is off",
+				  strerror(-err));
+		}
+	}
+	alloc_release_freed(fs->alloc, start, len);
+}
+
+int ordfs_trim(struct ordfs *fs, uint64_t *trimmed)
+{
+	*trimmed = 0;
+	if (fs->opts.readonly || !fs->journal)
+		return -EROFS;
+	int err = ordfs_writable(fs);
+	if (err)
+		return err;
+	uint64_t from = 0;
+	for (;;) {
+		uint64_t start;
+		uint32_t len;
+		alloc_claim_free_run(fs->alloc, from, TRIM_RUN_BLOCKS, &start, &len);
+		if (len == 0)
+			return 0;
+		err = blockdev_discard(fs->bd, start * fs->block_size,
+				       (uint64_t)len * fs->block_size);
+		alloc_unclaim_blocks(fs->alloc, start, len, 0);
+		if (err)
+			return err;
+		*trimmed += (uint64_t)len * fs->block_size;
+		from = start + len;
+	}
+}
