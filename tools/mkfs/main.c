@@ -42,6 +42,7 @@
 #include "blockdev/blockdev.h"
 #include "format.h"
 #include "mkfs/mkfs.h"
+#include "mount_opts.h"
 
 #ifndef ORDFS_PACKAGE_VERSION
 #define ORDFS_PACKAGE_VERSION "unknown"
@@ -262,8 +263,14 @@ static int parse_extended(const char *arg, struct mkfs_options *o)
 	while (*p) {
 		if (strncmp(p, "mount_opts=", 11) == 0) {
 			const char *v = p + 11;
+			char why[192];
 			if (strlen(v) > ORDFS_MOUNT_OPTS_LEN) {
 				usage_error("mount_opts '%s' is longer than 64 bytes", v);
+				return -1;
+			}
+			/* Only what the daemon takes from an image (tune.ordfs's rule). */
+			if (*v && mount_opts_validate(v, why, sizeof(why)) != 0) {
+				usage_error("mount_opts: %s", why);
 				return -1;
 			}
 			strcpy(o->params.mount_opts, v);
