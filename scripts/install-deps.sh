@@ -8,8 +8,10 @@
 set -euo pipefail
 
 # clang and its runtime (libFuzzer) build the fuzz target (scripts/fuzz.sh).
+# acl (setfacl/getfacl) drives the mounted ACL test.
+# man-db and groff-base render and check the manual pages (tests/cli/test_man.sh).
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
-	libsqlite3-dev clang libclang-rt-14-dev)
+	libsqlite3-dev clang libclang-rt-14-dev acl man-db groff-base)
 
 is_installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -154,7 +154,7 @@ static int parse_list(const char *opts, bool from_image, struct daemon_options *
 		if (!from_image) {
 			rc = parse_one(opt, o, err, errlen);
 		} else if (in_list(passthrough, opt) || has_prefix_in(passthrough_prefix, opt) ||
-			   in_list(ignored, opt)) {
+			   in_list(ignored, opt) || has_prefix_in(ignored_prefix, opt)) {
 			rc = fail(err, errlen, "the image's default mount option '%s' is not an "
 				  "ordfs option", opt);
 		} else {

@@ -212,6 +212,9 @@ refused "-o bogus" "unknown mount option 'bogus'" "$TUNE" -o bogus img
 refused "-o commit=soon" "bad commit interval" "$TUNE" -o commit=soon img
 refused "-o data=sometimes" "bad data mode" "$TUNE" -o data=sometimes img
 refused "-o allow_other (not an ordfs option)" "not an ordfs option" "$TUNE" -o allow_other img
+refused "-o comment=hi (mount(8) syntax, not an ordfs option)" "not an ordfs option" "$TUNE" -o comment=hi img
+refused "-o x-systemd.automount (not an ordfs option)" "not an ordfs option" "$TUNE" -o x-systemd.automount img
+refused "-o helper=ordfs (not an ordfs option)" "not an ordfs option" "$TUNE" -o helper=ordfs img
 refused "-o ro (not an ordfs option)" "not an ordfs option" "$TUNE" -o ro img
 refused "-o with an empty option" "empty mount option" "$TUNE" -o noatime,,commit=5 img
 refused "-o ^ alone" "bad option removal" "$TUNE" -o ^ img
