@@ -6,7 +6,9 @@
  *
  * Owns: the command line, the journal and area sections of the listing,
  * and the exit status.  The superblock lines are show_super.c's (shared
- * with tune.ordfs -l); counting bitmap bits is bitmap_count.c's.
+ * with tune.ordfs -l); counting bitmap bits is bitmap_count.c's; the
+ * option loop (--help, --version), the usage errors and the size and UUID
+ * formatters are shared with mkfs.ordfs and tune.ordfs (tools/common/cli.c).
  *
  * Rules kept here:
  *  - Read-only: the image is opened O_RDONLY and nothing is written; what
@@ -25,9 +27,7 @@
  *    --help and --version exit 0.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +36,10 @@
 
 #include "fs.h"
 #include "blockdev/blockdev.h"
+#include "cli.h"
 #include "journal/journal.h"
 #include "bitmap_count.h"
 #include "show_super.h"
-
-#ifndef ORDFS_PACKAGE_VERSION
-#define ORDFS_PACKAGE_VERSION "unknown"
-#endif
 
 #define PROG "dump.ordfs"
 #define EXIT_FAILED 1
@@ -64,15 +61,18 @@ struct dump {
 
 /* ---- messages --------------------------------------------------------- */
 
-__attribute__((format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "; usage: " PROG " [-h] IMAGE (see --help)\n");
-	va_end(ap);
-}
+static void print_help(void);
+static int parse_option(int c, const char *arg, void *ctx);
+
+/* -h is "header only" (as dumpe2fs -h), so --help is only the long option. */
+static const struct cli tool = {
+	.prog = PROG,
+	.usage = "[-h] IMAGE",
+	.shortopts = ":hV",
+	.help_val = 'H',
+	.print_help = print_help,
+	.parse_option = parse_option,
+};
 
 static void print_help(void)
 {
@@ -91,45 +91,20 @@ static void print_help(void)
 	       "failed verification (reported in the listing).\n");
 }
 
+static int parse_option(int c, const char *arg, void *ctx)
+{
+	struct dump_options *o = ctx;
+	(void)arg; /* no option of dump.ordfs takes one */
+	switch (c) {
+	case 'h': o->header_only = true; return 0;
+	default: return -1;
+	}
+}
+
 /* 0 to go on, 1 when --help/--version was served, -1 on a usage error. */
 static int parse_args(int argc, char **argv, struct dump_options *o)
 {
-	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'H' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char optname[3] = "-?";
-	int c;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			o->header_only = true;
-			break;
-		case 'H':
-			print_help();
-			return 1;
-		case 'V':
-			printf(PROG " (ordfs) " ORDFS_PACKAGE_VERSION "\n");
-			return 1;
-		default:
-			optname[1] = (char)(optopt ? optopt : '?');
-			usage_error("unknown option %s", optopt ? optname : argv[optind - 1]);
-			return -1;
-		}
-	}
-	if (optind >= argc) {
-		usage_error("missing IMAGE");
-		return -1;
-	}
-	o->image = argv[optind++];
-	if (optind < argc) {
-		usage_error("unexpected argument '%s'", argv[optind]);
-		return -1;
-	}
-	return 0;
+	return cli_parse_image_args(&tool, argc, argv, o, &o->image);
 }
 
 /* ---- the image -------------------------------------------------------- */
@@ -261,7 +236,7 @@ static void show_journal(struct dump *d)
 	       copies_agree ? "valid, the two sector copies agree"
 			    : "valid, the two sector copies differ (a torn write; fsck.ordfs "
 			      "rewrites them)");
-	show_bytes((uint64_t)js.total_blocks * bs, buf, sizeof(buf));
+	cli_format_bytes((uint64_t)js.total_blocks * bs, CLI_UP_TO_EIB, buf, sizeof(buf));
 	printf(SHOW_LINE_FMT "%" PRIu32 " blocks (%s)%s\n", "Journal size:", js.total_blocks,
 	       buf, js.total_blocks == sb->journal_blocks ? "" : " (not the superblock's size!)");
 	printf(SHOW_LINE_FMT "%" PRIu32 "%s\n", "Journal block size:", js.block_size,
@@ -278,7 +253,7 @@ static void show_journal(struct dump *d)
 		       js.err < 0 && js.err > -4096 ? strerror(-js.err) : "not an errno");
 	else
 		printf(SHOW_LINE_FMT "0\n", "Journal errno:");
-	show_uuid(js.uuid, uuid);
+	cli_format_uuid(js.uuid, uuid);
 	printf(SHOW_LINE_FMT "%s (%s)\n", "Journal UUID:", uuid,
 	       memcmp(js.uuid, sb->uuid, ORDFS_UUID_LEN) == 0 ? "the filesystem's"
 							       : "NOT the filesystem's");

@@ -1,12 +1,14 @@
 /*
  * show_super.c - printing the superblock for dump.ordfs and tune.ordfs -l
- * (see show_super.h for the rules).
+ * (see show_super.h for the rules).  Sizes and UUIDs are formatted by
+ * tools/common/cli.c, as mkfs.ordfs formats them.
  */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "show_super.h"
 
 #define MAX_ERRNO_NAMED 4095u /* larger "errno" values are not errnos */
@@ -23,14 +25,6 @@ const char *show_errors_name(uint32_t errors, char *buf, size_t len)
 	}
 }
 
-void show_uuid(const uint8_t u[ORDFS_UUID_LEN], char out[37])
-{
-	snprintf(out, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
-		 u[12], u[13], u[14], u[15]);
-}
-
 void show_time(uint64_t secs, char *buf, size_t len)
 {
 	if (secs == 0) {
@@ -42,21 +36,6 @@ void show_time(uint64_t secs, char *buf, size_t len)
 	if (secs > (uint64_t)INT64_MAX || (uint64_t)t != secs || !localtime_r(&t, &tm) ||
 	    strftime(buf, len, "%a %b %e %H:%M:%S %Y", &tm) == 0)
 		snprintf(buf, len, "%" PRIu64 " (seconds since the epoch)", secs);
-}
-
-void show_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-	unsigned u = 0;
-	double v = (double)bytes;
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0 || v == (double)(uint64_t)v)
-		snprintf(buf, len, "%.0f %s", v, units[u]);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
 }
 
 void show_escaped(FILE *out, const char *s, size_t max)
@@ -152,7 +131,7 @@ void show_super(FILE *out, const struct ordfs_super *sb)
 	else
 		fprintf(out, "<none>");
 	fputc('\n', out);
-	show_uuid(sb->uuid, uuid);
+	cli_format_uuid(sb->uuid, uuid);
 	fprintf(out, SHOW_LINE_FMT "%s\n", "Filesystem UUID:", uuid);
 	fprintf(out, SHOW_LINE_FMT "0x%08" PRIX32 "\n", "Filesystem magic number:", sb->magic);
 	fprintf(out, SHOW_LINE_FMT "%" PRIu32 "\n", "Filesystem version:", sb->version);
@@ -168,7 +147,7 @@ void show_super(FILE *out, const struct ordfs_super *sb)
 	fputc('\n', out);
 
 	fprintf(out, SHOW_LINE_FMT "%" PRIu32 "\n", "Block size:", bs);
-	show_bytes(sb->block_count * bs, buf, sizeof(buf));
+	cli_format_bytes(sb->block_count * bs, CLI_UP_TO_EIB, buf, sizeof(buf));
 	fprintf(out, SHOW_LINE_FMT "%" PRIu64 " (%s)\n", "Block count:", sb->block_count, buf);
 	fprintf(out, SHOW_LINE_FMT "%" PRIu32 "\n", "Inode count:", sb->inode_count);
 	fprintf(out, SHOW_LINE_FMT "%" PRIu32 "\n", "Inode size:", sb->inode_size);

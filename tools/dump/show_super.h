@@ -1,7 +1,8 @@
 /*
  * show_super.h - the superblock as an administrator reads it: the lines
  * dump.ordfs and `tune.ordfs -l` print (tune2fs -l / dumpe2fs -h style),
- * and the small formatters both tools share.
+ * and the small formatters both tools share (sizes and UUIDs are
+ * tools/common/cli.h's, which mkfs.ordfs uses too).
  *
  * Owns: the names and the layout of those lines ("Field name:  value",
  * values from column 27).  Both tools link this file, so their listings
@@ -32,15 +33,9 @@ void show_super(FILE *out, const struct ordfs_super *sb);
 /* continue, remount-ro, abort (or "unknown (N)" in buf for anything else). */
 const char *show_errors_name(uint32_t errors, char *buf, size_t len);
 
-/* xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx */
-void show_uuid(const uint8_t uuid[ORDFS_UUID_LEN], char out[37]);
-
 /* Seconds since the epoch as local time ("Tue Dec  3 01:34:00 2024"), "n/a"
  * for 0, or the bare number if it does not convert. */
 void show_time(uint64_t secs, char *buf, size_t len);
-
-/* "4 MiB", "1.5 GiB". */
-void show_bytes(uint64_t bytes, char *buf, size_t len);
 
 /* Writes s (at most max bytes, stopping at a NUL) with bytes below 0x20,
  * 0x7f and '\\' written as \xNN. */

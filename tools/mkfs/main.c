@@ -8,7 +8,9 @@
  * Owns: the command line, the checks made before anything is written, and
  * the creation or extension of an image file.  The geometry and the writing
  * are the library's (src/mkfs/mkfs.c); nothing here knows the format beyond
- * the superblock magic it looks for.
+ * the superblock magic it looks for.  The option loop (--help, --version),
+ * the message lines, -e and the size and UUID formatters are shared with
+ * tune.ordfs and dump.ordfs (tools/common/cli.c).
  *
  * Rules kept here:
  *  - Everything is validated before the image is opened for writing: the
@@ -26,9 +28,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,13 +40,10 @@
 #include <linux/fs.h>
 
 #include "blockdev/blockdev.h"
+#include "cli.h"
 #include "format.h"
 #include "mkfs/mkfs.h"
 #include "mount_opts.h"
-
-#ifndef ORDFS_PACKAGE_VERSION
-#define ORDFS_PACKAGE_VERSION "unknown"
-#endif
 
 #define PROG "mkfs.ordfs"
 #define EXIT_FAILED 1
@@ -70,23 +67,27 @@ struct target {
 
 /* ---- messages --------------------------------------------------------- */
 
+static void print_help(void);
+static int parse_option(int c, const char *arg, void *ctx);
+
+static const struct cli tool = {
+	.prog = PROG,
+	.usage = "[options] IMAGE [SIZE]",
+	.shortopts = ":b:N:J:L:U:E:e:nFqhV",
+	.help_val = 'h',
+	.print_help = print_help,
+	.parse_option = parse_option,
+};
+
 /* One line: what is wrong, then where to look. */
-__attribute__((format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "; usage: " PROG " [options] IMAGE [SIZE] (see --help)\n");
-	va_end(ap);
-}
+#define usage_error(...) cli_usage_error(&tool, __VA_ARGS__)
 
 static void image_error(const char *image, const char *reason, int err)
 {
 	if (err)
-		fprintf(stderr, PROG ": %s: %s: %s\n", image, reason, strerror(-err));
+		cli_image_error(&tool, image, "%s: %s", reason, strerror(-err));
 	else
-		fprintf(stderr, PROG ": %s: %s\n", image, reason);
+		cli_image_error(&tool, image, "%s", reason);
 }
 
 static void print_help(void)
@@ -286,23 +287,9 @@ static int parse_extended(const char *arg, struct mkfs_options *o)
 	return -1;
 }
 
-static int parse_errors(const char *arg, struct mkfs_options *o)
+static int parse_option(int c, const char *arg, void *ctx)
 {
-	if (strcmp(arg, "continue") == 0)
-		o->params.errors = ORDFS_ERRORS_CONTINUE;
-	else if (strcmp(arg, "remount-ro") == 0)
-		o->params.errors = ORDFS_ERRORS_RO;
-	else if (strcmp(arg, "abort") == 0 || strcmp(arg, "panic") == 0)
-		o->params.errors = ORDFS_ERRORS_ABORT;
-	else {
-		usage_error("invalid errors behaviour '%s' (continue, remount-ro, abort)", arg);
-		return -1;
-	}
-	return 0;
-}
-
-static int parse_option(int c, const char *arg, struct mkfs_options *o)
-{
+	struct mkfs_options *o = ctx;
 	switch (c) {
 	case 'b': return parse_block_size(arg, o);
 	case 'N': return parse_inodes(arg, o);
@@ -310,7 +297,7 @@ static int parse_option(int c, const char *arg, struct mkfs_options *o)
 	case 'L': return parse_label(arg, o);
 	case 'U': return parse_uuid_option(arg, o);
 	case 'E': return parse_extended(arg, o);
-	case 'e': return parse_errors(arg, o);
+	case 'e': return cli_parse_errors(&tool, arg, &o->params.errors);
 	case 'n': o->dry_run = true; return 0;
 	case 'F': o->force = true; return 0;
 	case 'q': o->quiet = true; return 0;
@@ -320,11 +307,8 @@ static int parse_option(int c, const char *arg, struct mkfs_options *o)
 
 static int parse_operands(int argc, char **argv, struct mkfs_options *o)
 {
-	if (optind >= argc) {
-		usage_error("missing IMAGE");
+	if (cli_image_operand(&tool, argc, argv, &o->image))
 		return -1;
-	}
-	o->image = argv[optind++];
 	if (optind < argc) {
 		o->size_arg = argv[optind++];
 		if (!parse_size(o->size_arg, &o->size)) {
@@ -332,45 +316,15 @@ static int parse_operands(int argc, char **argv, struct mkfs_options *o)
 			return -1;
 		}
 	}
-	if (optind < argc) {
-		usage_error("unexpected argument '%s'", argv[optind]);
-		return -1;
-	}
-	return 0;
+	return cli_no_more_operands(&tool, argc, argv);
 }
 
 /* 0 to go on, 1 when --help/--version was served, -1 on a usage error
  * (already reported). */
 static int parse_args(int argc, char **argv, struct mkfs_options *o)
 {
-	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char optname[3] = "-?";
-	int c;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:N:J:L:U:E:e:nFqhV", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			print_help();
-			return 1;
-		}
-		if (c == 'V') {
-			printf(PROG " (ordfs) " ORDFS_PACKAGE_VERSION "\n");
-			return 1;
-		}
-		if (c == ':' || c == '?') {
-			optname[1] = (char)(optopt ? optopt : '?');
-			usage_error(c == ':' ? "option %s needs an argument" : "unknown option %s",
-				    optopt ? optname : argv[optind - 1]);
-			return -1;
-		}
-		if (parse_option(c, optarg, o))
-			return -1;
-	}
-	return parse_operands(argc, argv, o);
+	int r = cli_parse_options(&tool, argc, argv, o);
+	return r ? r : parse_operands(argc, argv, o);
 }
 
 /* -J size=MiB becomes blocks once the block size is known. */
@@ -528,29 +482,6 @@ static int check_existing(const struct mkfs_options *o, const struct target *t)
 
 /* ---- report ----------------------------------------------------------- */
 
-static void format_bytes(uint64_t bytes, char *out, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	unsigned u = 0;
-	double v = (double)bytes;
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0 || v == (double)(uint64_t)v)
-		snprintf(out, len, "%.0f %s", v, units[u]);
-	else
-		snprintf(out, len, "%.1f %s", v, units[u]);
-}
-
-static void format_uuid(const uint8_t *u, char out[37])
-{
-	snprintf(out, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
-		 u[12], u[13], u[14], u[15]);
-}
-
 static const char *errors_name(uint32_t errors)
 {
 	switch (errors) {
@@ -564,9 +495,10 @@ static void print_plan(const struct mkfs_options *o, const struct ordfs_super *s
 {
 	uint32_t bs = ordfs_block_size(sb);
 	char size[32], journal[32], uuid[37];
-	format_bytes(sb->block_count * bs, size, sizeof(size));
-	format_bytes((uint64_t)sb->journal_blocks * bs, journal, sizeof(journal));
-	format_uuid(sb->uuid, uuid);
+	cli_format_bytes(sb->block_count * bs, CLI_UP_TO_PIB, size, sizeof(size));
+	cli_format_bytes((uint64_t)sb->journal_blocks * bs, CLI_UP_TO_PIB, journal,
+			 sizeof(journal));
+	cli_format_uuid(sb->uuid, uuid);
 
 	printf("%s %s (%s)\n", o->dry_run ? "Would make ordfs on" : "Making ordfs on",
 	       o->image, size);

@@ -8,7 +8,9 @@
  * Owns: the command line, the conditions under which the superblock may
  * be rewritten, and the rewrite.  Editing and validating the mount
  * options is mount_opts.c's; the -l listing is tools/dump/show_super.c's
- * (the same lines dump.ordfs prints).
+ * (the same lines dump.ordfs prints); the option loop (--help, --version),
+ * the message lines and -e are shared with mkfs.ordfs and dump.ordfs
+ * (tools/common/cli.c).
  *
  * Rules kept here:
  *  - Every argument is checked before the image is opened, and the
@@ -32,9 +34,7 @@
  *    errors name no image), and exit status 1; --help and --version exit 0.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,13 +43,10 @@
 
 #include "fs.h"
 #include "blockdev/blockdev.h"
+#include "cli.h"
 #include "journal/journal.h"
 #include "mount_opts.h"
 #include "show_super.h"
-
-#ifndef ORDFS_PACKAGE_VERSION
-#define ORDFS_PACKAGE_VERSION "unknown"
-#endif
 
 #define PROG "tune.ordfs"
 #define EXIT_FAILED 1
@@ -77,26 +74,20 @@ static bool changes_asked(const struct tune_options *o)
 
 /* ---- messages --------------------------------------------------------- */
 
-__attribute__((format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "; usage: " PROG " [options] IMAGE (see --help)\n");
-	va_end(ap);
-}
+static void print_help(void);
+static int parse_option(int c, const char *arg, void *ctx);
 
-__attribute__((format(printf, 2, 3))) static void image_error(const char *image,
-							      const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": %s: ", image);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+static const struct cli tool = {
+	.prog = PROG,
+	.usage = "[options] IMAGE",
+	.shortopts = ":o:E:L:e:lhV",
+	.help_val = 'h',
+	.print_help = print_help,
+	.parse_option = parse_option,
+};
+
+#define usage_error(...) cli_usage_error(&tool, __VA_ARGS__)
+#define image_error(...) cli_image_error(&tool, __VA_ARGS__)
 
 static void print_help(void)
 {
@@ -130,21 +121,6 @@ static void print_help(void)
 
 /* ---- parsing ---------------------------------------------------------- */
 
-static int parse_errors(const char *arg, struct tune_options *o)
-{
-	if (strcmp(arg, "continue") == 0)
-		o->errors = ORDFS_ERRORS_CONTINUE;
-	else if (strcmp(arg, "remount-ro") == 0)
-		o->errors = ORDFS_ERRORS_RO;
-	else if (strcmp(arg, "abort") == 0 || strcmp(arg, "panic") == 0)
-		o->errors = ORDFS_ERRORS_ABORT;
-	else {
-		usage_error("invalid errors behaviour '%s' (continue, remount-ro, abort)", arg);
-		return -1;
-	}
-	return 0;
-}
-
 /* -E key=value: mount_opts= takes the rest of the argument. */
 static int parse_extended(const char *arg, struct tune_options *o)
 {
@@ -161,15 +137,16 @@ static int parse_extended(const char *arg, struct tune_options *o)
 	return -1;
 }
 
-static int parse_option(int c, const char *arg, struct tune_options *o)
+static int parse_option(int c, const char *arg, void *ctx)
 {
+	struct tune_options *o = ctx;
 	switch (c) {
 	case 'o':
 		o->edits[o->nedits++] = (struct opts_edit){ .replace = false, .arg = arg };
 		return 0;
 	case 'E': return parse_extended(arg, o);
 	case 'L': o->label = arg; return 0;
-	case 'e': return parse_errors(arg, o);
+	case 'e': return cli_parse_errors(&tool, arg, &o->errors);
 	case 'l': o->list = true; return 0;
 	default: return -1;
 	}
@@ -179,42 +156,9 @@ static int parse_option(int c, const char *arg, struct tune_options *o)
  * (already reported). */
 static int parse_args(int argc, char **argv, struct tune_options *o)
 {
-	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char optname[3] = "-?";
-	int c;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:E:L:e:lhV", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			print_help();
-			return 1;
-		}
-		if (c == 'V') {
-			printf(PROG " (ordfs) " ORDFS_PACKAGE_VERSION "\n");
-			return 1;
-		}
-		if (c == ':' || c == '?') {
-			optname[1] = (char)(optopt ? optopt : '?');
-			usage_error(c == ':' ? "option %s needs an argument" : "unknown option %s",
-				    optopt ? optname : argv[optind - 1]);
-			return -1;
-		}
-		if (parse_option(c, optarg, o))
-			return -1;
-	}
-	if (optind >= argc) {
-		usage_error("missing IMAGE");
-		return -1;
-	}
-	o->image = argv[optind++];
-	if (optind < argc) {
-		usage_error("unexpected argument '%s'", argv[optind]);
-		return -1;
-	}
+	int r = cli_parse_image_args(&tool, argc, argv, o, &o->image);
+	if (r)
+		return r;
 	if (!o->list && !changes_asked(o)) {
 		usage_error("nothing to do (give -o, -E, -L, -e or -l)");
 		return -1;
