@@ -5,9 +5,12 @@
  * changes.  Rules: every change runs in one handle and sets ctime; a size
  * change goes through truncate (file.c); UTIME_NOW/UTIME_OMIT semantics
  * are the caller's flags (ORDFS_SET_ATIME_NOW, ...); chown and chmod by
- * anyone but root clear set-user-ID and set-group-ID as Linux does.
+ * anyone but root clear set-user-ID and set-group-ID as Linux does; chmod
+ * of an inode with an access ACL rewrites the ACL's USER_OBJ, MASK (or
+ * GROUP_OBJ) and OTHER in the same handle (acl.h), decided before it.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -15,6 +18,8 @@
 #include "file.h"
 #include "inode.h"
 #include "ops.h"
+#include "acl.h"
+#include "xattr.h"
 #include "alloc/alloc.h"
 #include "journal/journal.h"
 
@@ -59,6 +64,14 @@ int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_seta
 
 	pthread_rwlock_wrlock(&inode->lock);
 	int err = 0;
+	uint8_t *acl = NULL; /* chmod: the access ACL's new value, if it has one */
+	uint32_t acl_len = 0;
+	if (sa->valid & ORDFS_SET_MODE)
+		err = acl_chmod_prepare(fs, inode,
+					(uint16_t)((inode->d.mode & S_IFMT) | (sa->mode & 07777)),
+					&acl, &acl_len);
+	if (err)
+		goto out;
 	if (sa->valid & ORDFS_SET_SIZE) {
 		if (S_ISDIR(inode->d.mode))
 			err = -EISDIR;
@@ -71,9 +84,17 @@ int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_seta
 		goto out;
 
 	struct handle *h;
-	err = journal_start(fs->journal, INODE_WRITE_CREDITS, &h);
+	err = journal_start(fs->journal, INODE_WRITE_CREDITS + (acl ? xattr_credits(fs) : 0), &h);
 	if (err)
 		goto out;
+	if (acl) {
+		/* First, so a failure before its first change leaves all as it was. */
+		err = xattr_set_ns_handle(fs, h, inode, ORDFS_XATTR_NS_POSIX_ACL_ACCESS, acl, acl_len);
+		if (err) {
+			journal_stop(h);
+			goto out;
+		}
+	}
 	struct ordfs_timespec now = ordfs_now();
 	if (sa->valid & ORDFS_SET_MODE)
 		inode->d.mode = (uint16_t)((inode->d.mode & S_IFMT) | (sa->mode & 07777));
@@ -100,11 +121,14 @@ int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_seta
 						      ORDFS_SET_MTIME_NOW))
 						? INODE_WRITE_DATASYNC
 						: 0);
+	if (err && acl)
+		journal_abort(fs->journal, err); /* never the ACL without the mode */
 	int serr = journal_stop(h);
 	if (!err)
 		err = serr;
 out:
 	pthread_rwlock_unlock(&inode->lock);
+	free(acl);
 	return err;
 }
 

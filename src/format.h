@@ -387,6 +387,7 @@ enum ordfs_xattr_namespace {
 	ORDFS_XATTR_NS_SECURITY = 3,
 	ORDFS_XATTR_NS_POSIX_ACL_ACCESS = 4,  /* "system.posix_acl_access", no name */
 	ORDFS_XATTR_NS_POSIX_ACL_DEFAULT = 5, /* "system.posix_acl_default", no name */
+	/* (the values of 4 and 5 are ordfs's compact ACL form: acl.h) */
 };
 
 /* ---- symbolic links ----------------------------------------------------- */

@@ -16,6 +16,10 @@
  *    goes (ordfs_inode_evict), or at the next mount after a crash.
  *  - The orphan list is a chain through next_orphan, headed in the
  *    superblock; orphan_lock owns sb.orphan_head and every next_orphan.
+ *  - A new inode's mode and ACLs are decided before the handle, under the
+ *    directory's lock (acl_inherit_prepare: the directory's default ACL,
+ *    or else the caller's umask); its xattr block comes out of a block
+ *    reserved beforehand, so only I/O can fail after the name is added.
  */
 #include <errno.h>
 #include <string.h>
@@ -34,6 +38,7 @@
 #include "dir/dir.h"
 #include "extent/extent.h"
 #include "journal/journal.h"
+#include "acl.h"
 #include "xattr.h"
 
 static uint8_t dtype_of(uint16_t mode)
@@ -257,7 +262,22 @@ struct new_inode {
 	uint16_t mode;
 	uint32_t rdev;        /* device nodes */
 	const char *target;   /* symlinks */
+	uint32_t umask;       /* applied only without a default ACL */
 };
+
+/* The ACLs a new inode inherits, as xattr_init_new_locked takes them;
+ * returns how many. */
+static unsigned inherited_values(const struct acl_inherit *ai, struct xattr_ns_value v[2])
+{
+	unsigned n = 0;
+	if (ai->access)
+		v[n++] = (struct xattr_ns_value){ ORDFS_XATTR_NS_POSIX_ACL_ACCESS, ai->access,
+						  ai->access_len };
+	if (ai->def)
+		v[n++] = (struct xattr_ns_value){ ORDFS_XATTR_NS_POSIX_ACL_DEFAULT, ai->def,
+						  ai->def_len };
+	return n;
+}
 
 /* Blocks a symlink target needs outside the inode. */
 static uint32_t symlink_blocks(struct ordfs *fs, const char *target)
@@ -339,6 +359,9 @@ static int create_common(struct ordfs *fs, struct inode *dir, const char *name,
 	uint32_t existing;
 	struct inode *child = NULL;
 	struct handle *h;
+	struct acl_inherit ai = { 0 };
+	struct xattr_ns_value acls[2];
+	unsigned nacls = 0;
 
 	int err = check_change_in_dir(fs, dir, name, len);
 	if (err)
@@ -354,23 +377,35 @@ static int create_common(struct ordfs *fs, struct inode *dir, const char *name,
 		err = err ? err : -EEXIST;
 		goto out_unlock;
 	}
-	/* Space for a long symlink's blocks is reserved first, so running out
-	 * of it is a clean ENOSPC, never a half-made inode. */
-	uint32_t reserved = symlink_blocks(fs, ni->target);
+	err = acl_inherit_prepare(fs, dir, ni->mode, ni->umask, &ai);
+	if (!err) {
+		nacls = inherited_values(&ai, acls);
+		err = xattr_new_fits(fs, acls, nacls);
+	}
+	if (err)
+		goto out_unlock;
+	/* Space for a long symlink's blocks and the inherited ACLs' block is
+	 * reserved first, so running out of it is a clean ENOSPC, never a
+	 * half-made inode. */
+	uint32_t reserved = symlink_blocks(fs, ni->target) + (nacls ? 1u : 0u);
 	if (reserved) {
 		err = alloc_reserve(fs->alloc, reserved);
 		if (err)
 			goto out_unlock;
 	}
-	err = journal_start(fs->journal, dir_credits(fs, dir) + 6 + symlink_credits(fs, ni->target),
+	err = journal_start(fs->journal,
+			    dir_credits(fs, dir) + 6 + symlink_credits(fs, ni->target) +
+				    (nacls ? xattr_credits(fs) : 0),
 			    &h);
 	if (err) {
 		alloc_unreserve(fs->alloc, reserved);
 		goto out_unlock;
 	}
-	err = inode_create(fs, h, dir->ino + 1, ni->mode, cred->uid, cred->gid, &child);
-	if (err)
+	err = inode_create(fs, h, dir->ino + 1, ai.mode, cred->uid, cred->gid, &child);
+	if (err) {
+		alloc_unreserve(fs->alloc, reserved);
 		goto out_stop;
+	}
 	init_owner(child, dir, cred);
 	child->d.rdev = ni->rdev;
 	if (S_ISDIR(ni->mode)) {
@@ -385,6 +420,13 @@ static int create_common(struct ordfs *fs, struct inode *dir, const char *name,
 		reserved = 0; /* consumed (or the journal is aborted below) */
 		if (err)
 			abort_half_done(fs, err);
+	}
+	if (!err && nacls) {
+		err = xattr_init_new_locked(fs, h, child, acls, nacls);
+		if (err)
+			abort_half_done(fs, err); /* the name is in the directory */
+		else
+			reserved--; /* used up (a symlink never inherits ACLs) */
 	}
 	alloc_unreserve(fs->alloc, reserved);
 	if (err) {
@@ -417,6 +459,7 @@ out_stop:;
 		err = serr;
 out_unlock:
 	pthread_rwlock_unlock(&dir->lock);
+	acl_inherit_release(&ai);
 	if (err) {
 		if (child)
 			inode_put(fs, child);
@@ -447,26 +490,39 @@ int ordfs_lookup_path(struct ordfs *fs, const char *path, struct inode **out)
 	return err;
 }
 
+int ordfs_mkdir_umask(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		      uint32_t umask, const struct ordfs_cred *cred, struct inode **out)
+{
+	struct new_inode ni = { (uint16_t)(S_IFDIR | (mode & 07777)), 0, NULL, umask };
+	return create_common(fs, dir, name, &ni, cred, out);
+}
+
 int ordfs_mkdir(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
 		const struct ordfs_cred *cred, struct inode **out)
 {
-	struct new_inode ni = { (uint16_t)(S_IFDIR | (mode & 07777)), 0, NULL };
+	return ordfs_mkdir_umask(fs, dir, name, mode, 0, cred, out);
+}
+
+int ordfs_create_umask(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		       uint32_t umask, const struct ordfs_cred *cred, struct inode **out)
+{
+	if (S_ISDIR(mode) || S_ISLNK(mode))
+		return -EINVAL;
+	if ((mode & S_IFMT) == 0)
+		mode |= S_IFREG;
+	struct new_inode ni = { mode, 0, NULL, umask };
 	return create_common(fs, dir, name, &ni, cred, out);
 }
 
 int ordfs_create(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
 		 const struct ordfs_cred *cred, struct inode **out)
 {
-	if (S_ISDIR(mode) || S_ISLNK(mode))
-		return -EINVAL;
-	if ((mode & S_IFMT) == 0)
-		mode |= S_IFREG;
-	struct new_inode ni = { mode, 0, NULL };
-	return create_common(fs, dir, name, &ni, cred, out);
+	return ordfs_create_umask(fs, dir, name, mode, 0, cred, out);
 }
 
-int ordfs_mknod(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
-		uint32_t rdev, const struct ordfs_cred *cred, struct inode **out)
+int ordfs_mknod_umask(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		      uint32_t rdev, uint32_t umask, const struct ordfs_cred *cred,
+		      struct inode **out)
 {
 	switch (mode & S_IFMT) {
 	case S_IFREG: case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
@@ -477,8 +533,14 @@ int ordfs_mknod(struct ordfs *fs, struct inode *dir, const char *name, uint16_t 
 	default:
 		return -EINVAL;
 	}
-	struct new_inode ni = { mode, (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0, NULL };
+	struct new_inode ni = { mode, (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0, NULL, umask };
 	return create_common(fs, dir, name, &ni, cred, out);
+}
+
+int ordfs_mknod(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		uint32_t rdev, const struct ordfs_cred *cred, struct inode **out)
+{
+	return ordfs_mknod_umask(fs, dir, name, mode, rdev, 0, cred, out);
 }
 
 int ordfs_symlink(struct ordfs *fs, struct inode *dir, const char *name, const char *target,
@@ -489,7 +551,7 @@ int ordfs_symlink(struct ordfs *fs, struct inode *dir, const char *name, const c
 		return -ENOENT; /* as Linux: an empty target is refused */
 	if (len > ORDFS_SYMLINK_MAX)
 		return -ENAMETOOLONG;
-	struct new_inode ni = { S_IFLNK | 0777, 0, target };
+	struct new_inode ni = { S_IFLNK | 0777, 0, target, 0 };
 	return create_common(fs, dir, name, &ni, cred, out);
 }
 

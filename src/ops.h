@@ -43,6 +43,18 @@ int ordfs_create(struct ordfs *fs, struct inode *dir, const char *name, uint16_t
 /* Regular files, FIFOs, sockets and device nodes (rdev for the last two). */
 int ordfs_mknod(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
 		uint32_t rdev, const struct ordfs_cred *cred, struct inode **out);
+/* As the three calls above, for a caller that leaves the umask to the
+ * filesystem (FUSE_CAP_DONT_MASK): umask clears bits of mode only when dir
+ * has no default ACL; with one, the new inode inherits from it instead
+ * (acl.h).  The plain calls are these with umask 0.  All of them give a new
+ * inode in a directory with a default ACL its ACLs, in the same handle. */
+int ordfs_mkdir_umask(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		      uint32_t umask, const struct ordfs_cred *cred, struct inode **out);
+int ordfs_create_umask(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		       uint32_t umask, const struct ordfs_cred *cred, struct inode **out);
+int ordfs_mknod_umask(struct ordfs *fs, struct inode *dir, const char *name, uint16_t mode,
+		      uint32_t rdev, uint32_t umask, const struct ordfs_cred *cred,
+		      struct inode **out);
 /* Targets of 1..ORDFS_SYMLINK_MAX bytes (-ENAMETOOLONG beyond). */
 int ordfs_symlink(struct ordfs *fs, struct inode *dir, const char *name, const char *target,
 		  const struct ordfs_cred *cred, struct inode **out);
@@ -93,6 +105,21 @@ struct stat;
 void ordfs_getattr(struct ordfs *fs, struct inode *inode, struct stat *st);
 int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_setattr *sa);
 void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out);
+
+/* ---- permissions (acl.c) ------------------------------------------------ */
+
+/* Linux's permission check (generic_permission) of a caller for want, a
+ * mask of R_OK, W_OK, X_OK: the owner by the mode's owner bits; others by
+ * the access ACL when there is one and the mode's group bits are not all
+ * zero, else by the group or other bits; then uid 0 passes as with
+ * CAP_DAC_OVERRIDE (execute only where some execute bit is set, except on
+ * directories).  struct ordfs_cred has no supplementary groups: they come
+ * as groups[0..ngroups) (NULL and 0 for none) and count as in_group_p
+ * counts them.  0, -EACCES, or the error of reading the ACL (-EUCLEAN,
+ * -EIO, -ENOMEM).  Mode changes keep the ACL in step: setting an access
+ * ACL sets the mode, chmod rewrites the ACL (setxattr, setattr). */
+int ordfs_permission(struct ordfs *fs, struct inode *inode, const struct ordfs_cred *cred,
+		     const uint32_t *groups, uint32_t ngroups, unsigned want);
 
 /* ---- file data (file.c) ----------------------------------------------- */
 
@@ -158,6 +185,13 @@ off_t ordfs_seek_data_hole(struct ordfs *fs, struct inode *inode, uint64_t off, 
  * prefix, -ERANGE for an empty name or one over 255 bytes.  Values over
  * 65536 bytes are -E2BIG; all of an inode's attributes share one block,
  * -ENOSPC beyond (nothing changed).  A damaged xattr block is -EUCLEAN. */
+
+/* The two ACL names take and give Linux's ACL xattr form and keep the mode
+ * in step (acl.h): -EINVAL for a malformed ACL, -EOPNOTSUPP for another
+ * version or on a symlink, -EACCES for a default ACL on a non-directory;
+ * an empty value (or a header without entries) removes, and removing an
+ * absent ACL succeeds, as on ext4; XATTR_CREATE/XATTR_REPLACE do not
+ * apply to them. */
 
 /* flags: XATTR_CREATE (-EEXIST if present), XATTR_REPLACE (-ENODATA if
  * absent), from <sys/xattr.h>; -EROFS on a read-only mount. */

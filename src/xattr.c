@@ -43,14 +43,22 @@
  *    for a commit while holding a handle [J8].
  *  - Attribute changes write the inode without INODE_WRITE_DATASYNC: as on
  *    Linux, fdatasync need not make them durable, fsync does (sync_tid).
+ *  - The two ACL namespaces hold acl.h's compact form, checked as part of
+ *    the block on every use.  Their public calls translate the Linux
+ *    xattr form (acl.c decides what to store and the new mode) and change
+ *    the value and the mode in one handle; removing an absent ACL
+ *    succeeds, as on ext4, and XATTR_CREATE/XATTR_REPLACE do not apply to
+ *    them (Linux ignores the flags for ACLs).
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include "xattr.h"
+#include "acl.h"
 #include "fs.h"
 #include "inode.h"
 #include "ops.h"
@@ -101,8 +109,11 @@ struct xview {
 /* The block's next contents, decided before the handle starts. */
 struct xplan {
 	bool drop;         /* the last attribute goes: free the block */
+	bool keep;         /* the block stays as it is (only the mode changes) */
 	uint8_t *area;     /* otherwise the new entry area (scratch) */
 	uint32_t used, count;
+	bool set_mode;     /* an ACL change: the inode's mode becomes `mode` */
+	uint16_t mode;
 };
 
 /* ---- names -------------------------------------------------------------- */
@@ -196,8 +207,11 @@ static uint32_t xarea_capacity(const struct ordfs *fs)
 	return fs->block_size - ORDFS_XATTR_HDR;
 }
 
-/* What is wrong with the payload of an xattr block, or NULL. */
-static const char *xpayload_problem(const uint8_t *blk, uint32_t block_size)
+/* What is wrong with the payload of an xattr block of an inode of this
+ * mode, or NULL.  A malformed ACL value is also reported in *acl_why (if
+ * not NULL). */
+static const char *xpayload_problem(const uint8_t *blk, uint32_t block_size, uint16_t mode,
+				    const char **acl_why)
 {
 	uint32_t count = le_get16(blk + 24), used = le_get16(blk + 26);
 	const uint8_t *area = blk + ORDFS_XATTR_HDR;
@@ -222,6 +236,14 @@ static const char *xpayload_problem(const uint8_t *blk, uint32_t block_size)
 			return "xattr entry crosses the end of the used area";
 		if (memchr(e.name, '\0', e.namelen))
 			return "xattr entry name contains NUL";
+		if (!ns_has_name(e.ns)) {
+			const char *why = acl_disk_problem(e.ns, mode, xent_value(&e), e.vlen);
+			if (why) {
+				if (acl_why)
+					*acl_why = why;
+				return why;
+			}
+		}
 		if (n > 0 && xkey_cmp(prev.ns, prev.name, prev.namelen, e.ns, e.name,
 				      e.namelen) >= 0)
 			return "xattr entries out of order or duplicated";
@@ -234,13 +256,13 @@ static const char *xpayload_problem(const uint8_t *blk, uint32_t block_size)
 }
 
 static const char *xblock_problem(const struct ordfs *fs, const struct inode *inode,
-				  const uint8_t *blk, uint64_t blockno)
+				  const uint8_t *blk, uint64_t blockno, const char **acl_why)
 {
 	if (ordfs_block_verify(blk, fs->block_size, fs->csum_seed, ORDFS_BT_XATTR, blockno))
 		return "bad xattr block header or checksum";
 	if (ordfs_block_owner(blk) != inode->ino)
 		return "xattr block owned by another inode";
-	return xpayload_problem(blk, fs->block_size);
+	return xpayload_problem(blk, fs->block_size, inode->d.mode, acl_why);
 }
 
 static bool in_data_area(const struct ordfs *fs, uint64_t blockno)
@@ -248,8 +270,10 @@ static bool in_data_area(const struct ordfs *fs, uint64_t blockno)
 	return blockno >= fs->sb.data_start && blockno < fs->sb.block_count - 1;
 }
 
-/* Reads and verifies the inode's block (if any).  inode->lock held. */
-static int xview_open(struct ordfs *fs, struct inode *inode, struct xview *v)
+/* Reads and verifies the inode's block (if any).  inode->lock held.
+ * acl_why (may be NULL): see xpayload_problem. */
+static int xview_open_why(struct ordfs *fs, struct inode *inode, struct xview *v,
+			  const char **acl_why)
 {
 	uint64_t blockno = inode->d.xattr_block;
 	struct buf *b;
@@ -262,7 +286,7 @@ static int xview_open(struct ordfs *fs, struct inode *inode, struct xview *v)
 	int err = bcache_read(fs->cache, blockno, &b);
 	if (err)
 		return err;
-	if (xblock_problem(fs, inode, b->data, blockno)) {
+	if (xblock_problem(fs, inode, b->data, blockno, acl_why)) {
 		bcache_put(fs->cache, b);
 		return -EUCLEAN;
 	}
@@ -271,6 +295,11 @@ static int xview_open(struct ordfs *fs, struct inode *inode, struct xview *v)
 	v->count = le_get16(b->data + 24);
 	v->used = le_get16(b->data + 26);
 	return 0;
+}
+
+static int xview_open(struct ordfs *fs, struct inode *inode, struct xview *v)
+{
+	return xview_open_why(fs, inode, v, NULL);
 }
 
 static void xview_close(struct ordfs *fs, struct xview *v)
@@ -394,36 +423,38 @@ static int abort_half_done(struct ordfs *fs, int err)
 /* Gives back a block allocated in this handle that never joined the
  * transaction (a later step failed): its bit is cleared again and the
  * claim dropped, so nothing of it can commit. */
-static void xblock_unallocate(struct ordfs *fs, struct handle *h, uint64_t blockno)
+static void xblock_unallocate(struct ordfs *fs, struct handle *h, uint64_t blockno,
+			      unsigned alloc_flags)
 {
 	int err = alloc_unmark_blocks(fs->alloc, h, blockno, 1);
 	if (err) {
 		abort_half_done(fs, err);
 		return; /* the claim stays: the block is not handed out again */
 	}
-	alloc_unclaim_blocks(fs->alloc, blockno, 1, 0);
+	alloc_unclaim_blocks(fs->alloc, blockno, 1, alloc_flags);
 }
 
-/* A new xattr block for inode, joined to h with its header set. */
+/* A new xattr block for inode, joined to h with its header set.
+ * alloc_flags: 0, or ALLOC_FROM_RESERVATION (given back on failure). */
 static int xblock_new(struct ordfs *fs, struct handle *h, struct inode *inode,
-		      struct buf **out)
+		      unsigned alloc_flags, struct buf **out)
 {
 	uint64_t blockno;
 	uint32_t got;
 	struct buf *b;
 
-	int err = alloc_blocks(fs->alloc, h, 0, 1, 0, &blockno, &got);
+	int err = alloc_blocks(fs->alloc, h, 0, 1, alloc_flags, &blockno, &got);
 	if (err)
 		return err;
 	err = bcache_get_new(fs->cache, blockno, &b);
 	if (err) {
-		xblock_unallocate(fs, h, blockno);
+		xblock_unallocate(fs, h, blockno, alloc_flags);
 		return err;
 	}
 	err = journal_get_write_access(h, b, JWA_CSUM_HDR);
 	if (err) {
 		bcache_put(fs->cache, b);
-		xblock_unallocate(fs, h, blockno);
+		xblock_unallocate(fs, h, blockno, alloc_flags);
 		return err;
 	}
 	ordfs_block_hdr_init(b->data, ORDFS_BT_XATTR, inode->ino, blockno);
@@ -442,17 +473,31 @@ static void xblock_fill(struct ordfs *fs, uint8_t *blk, const struct xplan *p)
 	ordfs_block_csum_set(blk, fs->block_size, fs->csum_seed);
 }
 
+/* The inode after its attributes changed: ctime, and the mode an ACL
+ * change brings (which fdatasync, as after chmod, waits for). */
+static int write_changed_inode(struct ordfs *fs, struct handle *h, struct inode *inode,
+			       const struct xplan *p)
+{
+	unsigned flags = 0;
+	if (p->set_mode && p->mode != inode->d.mode) {
+		inode->d.mode = p->mode;
+		flags = INODE_WRITE_DATASYNC;
+	}
+	inode->d.ctime = ordfs_now();
+	int err = inode_write(fs, h, inode, flags);
+	return err ? abort_half_done(fs, err) : 0;
+}
+
 /* The last attribute went: free the block, uncharge it. */
-static int apply_drop(struct ordfs *fs, struct handle *h, struct inode *inode)
+static int apply_drop(struct ordfs *fs, struct handle *h, struct inode *inode,
+		      const struct xplan *p)
 {
 	int err = alloc_free_blocks(fs->alloc, h, inode->d.xattr_block, 1, ALLOC_METADATA);
 	if (err)
 		return err == -EUCLEAN ? err : abort_half_done(fs, err);
 	inode->d.xattr_block = 0;
 	inode->d.blocks--;
-	inode->d.ctime = ordfs_now();
-	err = inode_write(fs, h, inode, 0);
-	return err ? abort_half_done(fs, err) : 0;
+	return write_changed_inode(fs, h, inode, p);
 }
 
 static int apply_plan(struct ordfs *fs, struct handle *h, struct inode *inode,
@@ -462,13 +507,15 @@ static int apply_plan(struct ordfs *fs, struct handle *h, struct inode *inode,
 	int err;
 
 	if (p->drop)
-		return apply_drop(fs, h, inode);
+		return apply_drop(fs, h, inode, p);
+	if (p->keep)
+		return write_changed_inode(fs, h, inode, p);
 	if (b) {
 		err = journal_get_write_access(h, b, JWA_CSUM_HDR);
 		if (err)
 			return err;
 	} else {
-		err = xblock_new(fs, h, inode, &b);
+		err = xblock_new(fs, h, inode, 0, &b);
 		if (err)
 			return err;
 		inode->d.xattr_block = b->blockno;
@@ -477,18 +524,19 @@ static int apply_plan(struct ordfs *fs, struct handle *h, struct inode *inode,
 	xblock_fill(fs, b->data, p);
 	if (b != v->b)
 		bcache_put(fs->cache, b);
-	inode->d.ctime = ordfs_now();
-	err = inode_write(fs, h, inode, 0);
-	return err ? abort_half_done(fs, err) : 0;
+	return write_changed_inode(fs, h, inode, p);
 }
 
 /* What a set or a remove asks for. */
 struct xchange {
 	struct xname key;
 	bool remove;
+	bool absent_ok;    /* removing an absent attribute is not -ENODATA */
 	const void *value;
 	uint32_t vlen;
 	int flags;
+	bool set_mode;     /* an ACL change: the mode changes with it */
+	uint16_t mode;
 };
 
 /* Plans, then applies in one handle.  inode->lock held exclusively. */
@@ -505,6 +553,16 @@ static int xattr_change_locked(struct ordfs *fs, struct inode *inode, const stru
 		err = v.b ? plan_remove(fs, &v, &c->key, &p) : -ENODATA;
 	else
 		err = plan_set(fs, &v, &c->key, c->value, c->vlen, c->flags, &p);
+	if (err == -ENODATA && c->absent_ok) {
+		err = 0;
+		p.keep = true;
+	}
+	p.set_mode = c->set_mode;
+	p.mode = c->mode;
+	if (!err && p.keep && !(c->set_mode && c->mode != inode->d.mode)) {
+		xview_close(fs, &v);
+		return 0; /* nothing to change */
+	}
 	if (!err)
 		err = journal_start(fs->journal, xattr_credits(fs), &h);
 	if (!err) {
@@ -525,6 +583,23 @@ uint32_t xattr_credits(struct ordfs *fs)
 	return 1 + alloc_credits(fs->alloc, 1) + INODE_WRITE_CREDITS;
 }
 
+/* setxattr/removexattr of an ACL (value NULL: remove): the stored value
+ * and the mode change together.  inode->lock held exclusively. */
+static int xattr_acl_change_locked(struct ordfs *fs, struct inode *inode, const struct xname *k,
+				   const void *value, size_t size)
+{
+	struct acl_set_plan ap;
+	int err = acl_plan_set(k->ns, inode->d.mode, value, size, &ap);
+	if (err)
+		return err;
+	struct xchange c = { .key = *k, .remove = ap.remove, .absent_ok = true,
+			     .value = ap.disk, .vlen = ap.disk_len,
+			     .set_mode = true, .mode = ap.mode };
+	err = xattr_change_locked(fs, inode, &c);
+	acl_plan_release(&ap);
+	return err;
+}
+
 int ordfs_setxattr(struct ordfs *fs, struct inode *inode, const char *name, const void *value,
 		   size_t size, int flags)
 {
@@ -543,7 +618,10 @@ int ordfs_setxattr(struct ordfs *fs, struct inode *inode, const char *name, cons
 		return -EROFS;
 	c.vlen = (uint32_t)size;
 	pthread_rwlock_wrlock(&inode->lock);
-	err = xattr_change_locked(fs, inode, &c);
+	if (!ns_has_name(c.key.ns))
+		err = xattr_acl_change_locked(fs, inode, &c.key, size ? value : NULL, size);
+	else
+		err = xattr_change_locked(fs, inode, &c);
 	pthread_rwlock_unlock(&inode->lock);
 	return err;
 }
@@ -558,7 +636,10 @@ int ordfs_removexattr(struct ordfs *fs, struct inode *inode, const char *name)
 	if (!fs->journal)
 		return -EROFS;
 	pthread_rwlock_wrlock(&inode->lock);
-	err = xattr_change_locked(fs, inode, &c);
+	if (!ns_has_name(c.key.ns))
+		err = xattr_acl_change_locked(fs, inode, &c.key, NULL, 0);
+	else
+		err = xattr_change_locked(fs, inode, &c);
 	pthread_rwlock_unlock(&inode->lock);
 	return err;
 }
@@ -577,7 +658,9 @@ static ssize_t xattr_get_locked(struct ordfs *fs, struct inode *inode, const str
 		struct xentry e;
 		xent_decode(v.area + off, &e);
 		r = e.vlen;
-		if (size && size < e.vlen)
+		if (!ns_has_name(k->ns))
+			r = acl_disk_to_xattr(xent_value(&e), e.vlen, value, size);
+		else if (size && size < e.vlen)
 			r = -ERANGE;
 		else if (size && e.vlen)
 			memcpy(value, xent_value(&e), e.vlen);
@@ -596,6 +679,8 @@ ssize_t ordfs_getxattr(struct ordfs *fs, struct inode *inode, const char *name, 
 		return err;
 	if (size && !value)
 		return -EINVAL;
+	if (!ns_has_name(k.ns) && S_ISLNK(inode->d.mode))
+		return -EOPNOTSUPP; /* as Linux: symlinks have no ACLs */
 	pthread_rwlock_rdlock(&inode->lock);
 	ssize_t r = xattr_get_locked(fs, inode, &k, value, size);
 	pthread_rwlock_unlock(&inode->lock);
@@ -675,14 +760,130 @@ int xattr_free_block_locked(struct ordfs *fs, struct handle *h, struct inode *in
 	return inode_write(fs, h, inode, 0);
 }
 
-int xattr_verify(struct ordfs *fs, struct inode *inode)
+int xattr_verify_acl(struct ordfs *fs, struct inode *inode, const char **acl_why)
 {
 	struct xview v;
 
+	if (acl_why)
+		*acl_why = NULL;
 	pthread_rwlock_rdlock(&inode->lock);
-	int err = xview_open(fs, inode, &v);
+	int err = xview_open_why(fs, inode, &v, acl_why);
 	if (!err)
 		xview_close(fs, &v);
 	pthread_rwlock_unlock(&inode->lock);
+	return err;
+}
+
+int xattr_verify(struct ordfs *fs, struct inode *inode)
+{
+	return xattr_verify_acl(fs, inode, NULL);
+}
+
+/* ---- the ACL namespaces, for acl.c, namei.c and attr.c (xattr.h) -------- */
+
+int xattr_get_ns_locked(struct ordfs *fs, struct inode *inode, uint8_t ns, uint8_t **value,
+			uint32_t *len)
+{
+	struct xview v;
+	struct xname k = { .ns = ns, .len = 0, .name = "" };
+	uint32_t off;
+
+	*value = NULL;
+	*len = 0;
+	if (!ns_known(ns) || ns_has_name(ns))
+		return -EINVAL;
+	int err = xview_open(fs, inode, &v);
+	if (err)
+		return err;
+	err = -ENODATA;
+	if (v.b && xview_find(&v, &k, &off)) {
+		struct xentry e;
+		xent_decode(v.area + off, &e);
+		*value = malloc(e.vlen ? e.vlen : 1);
+		err = *value ? 0 : -ENOMEM;
+		if (!err) {
+			memcpy(*value, xent_value(&e), e.vlen);
+			*len = e.vlen;
+		}
+	}
+	xview_close(fs, &v);
+	return err;
+}
+
+int xattr_set_ns_handle(struct ordfs *fs, struct handle *h, struct inode *inode, uint8_t ns,
+			const void *value, uint32_t len)
+{
+	struct xview v;
+	struct xplan p = { 0 };
+	struct xname k = { .ns = ns, .len = 0, .name = "" };
+
+	if (!ns_known(ns) || ns_has_name(ns))
+		return -EINVAL;
+	int err = xview_open(fs, inode, &v);
+	if (err)
+		return err;
+	if (!v.b)
+		err = -ENODATA; /* a new block would need planning for space */
+	else
+		err = plan_set(fs, &v, &k, value, len, XATTR_REPLACE, &p);
+	if (!err)
+		err = apply_plan(fs, h, inode, &v, &p);
+	free(p.area);
+	xview_close(fs, &v);
+	return err;
+}
+
+/* The entry area of a new inode's block holding vals, or -ENOSPC. */
+static int new_area(struct ordfs *fs, const struct xattr_ns_value *vals, unsigned n,
+		    struct xplan *p)
+{
+	uint32_t cap = xarea_capacity(fs), used = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!ns_known(vals[i].ns) || ns_has_name(vals[i].ns) ||
+		    (i > 0 && vals[i - 1].ns >= vals[i].ns))
+			return -EINVAL;
+		uint32_t size = xent_size(0, vals[i].len);
+		if (vals[i].len > ORDFS_XATTR_SIZE_MAX || size > cap - used)
+			return -ENOSPC;
+		used += size;
+	}
+	if (!p)
+		return 0;
+	p->area = calloc(1, cap);
+	if (!p->area)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		struct xname k = { .ns = vals[i].ns, .len = 0, .name = "" };
+		xent_encode(p->area + p->used, &k, vals[i].value, vals[i].len);
+		p->used += xent_size(0, vals[i].len);
+		p->count++;
+	}
+	return 0;
+}
+
+int xattr_new_fits(struct ordfs *fs, const struct xattr_ns_value *vals, unsigned n)
+{
+	return new_area(fs, vals, n, NULL);
+}
+
+int xattr_init_new_locked(struct ordfs *fs, struct handle *h, struct inode *inode,
+			  const struct xattr_ns_value *vals, unsigned n)
+{
+	struct xplan p = { 0 };
+	struct buf *b;
+
+	if (inode->d.xattr_block)
+		return -EEXIST;
+	int err = new_area(fs, vals, n, &p);
+	if (!err)
+		err = xblock_new(fs, h, inode, ALLOC_FROM_RESERVATION, &b);
+	if (!err) {
+		xblock_fill(fs, b->data, &p);
+		inode->d.xattr_block = b->blockno;
+		inode->d.blocks++;
+		bcache_put(fs->cache, b);
+	}
+	free(p.area);
 	return err;
 }

@@ -21,7 +21,9 @@
  *    structure): -EUCLEAN, and nothing is changed.
  *  - Permissions are the caller's business (the kernel checks them above
  *    FUSE: trusted.* needs CAP_SYS_ADMIN, user.* only on regular files and
- *    directories); the core stores any valid name on any inode type.
+ *    directories); the core stores any valid name on any inode type,
+ *    except the two ACL names, whose values and inode types follow acl.h
+ *    (setting one also sets the mode, in the same handle).
  */
 #ifndef ORDFS_XATTR_H
 #define ORDFS_XATTR_H
@@ -53,5 +55,40 @@ int xattr_free_block_locked(struct ordfs *fs, struct handle *h, struct inode *in
  * (I/O).  Takes inode->lock shared; call without it.  The checker claims
  * d.xattr_block itself (one block, counted in d.blocks). */
 int xattr_verify(struct ordfs *fs, struct inode *inode);
+/* xattr_verify, and when the block fails because an ACL value in it is
+ * malformed (acl.h), *acl_why (if not NULL) says how; NULL otherwise. */
+int xattr_verify_acl(struct ordfs *fs, struct inode *inode, const char **acl_why);
+
+/* ---- the ACL namespaces (nameless: ORDFS_XATTR_NS_POSIX_ACL_*) ----------- */
+
+/* The stored (compact) value of namespace ns, a malloc'd copy, or -ENODATA.
+ * inode->lock held, shared or exclusive. */
+int xattr_get_ns_locked(struct ordfs *fs, struct inode *inode, uint8_t ns, uint8_t **value,
+			uint32_t *len);
+/* Replaces the existing value of namespace ns under h (-ENODATA if there is
+ * none), for a change the caller makes in the same handle (chmod).
+ * inode->lock held exclusively; h has xattr_credits() to spare.  An error
+ * before the first change leaves everything as it was; one after it aborts
+ * the journal.  Sets ctime and writes the inode. */
+int xattr_set_ns_handle(struct ordfs *fs, struct handle *h, struct inode *inode, uint8_t ns,
+			const void *value, uint32_t len);
+
+/* A nameless attribute of a new inode. */
+struct xattr_ns_value {
+	uint8_t ns;
+	const void *value;
+	uint32_t len;
+};
+/* 0 if vals (in increasing namespace order) fit one block, else -ENOSPC;
+ * before the handle. */
+int xattr_new_fits(struct ordfs *fs, const struct xattr_ns_value *vals, unsigned n);
+/* Gives a new inode (no attributes yet, not visible to anyone but the
+ * caller) its block holding vals, under h with xattr_credits() to spare.
+ * The block comes out of one block the caller reserved (alloc_reserve):
+ * on success the reservation is used up; on failure the caller still holds
+ * it, and nothing changed unless the journal had to be aborted.  Sets
+ * d.xattr_block and d.blocks; the caller writes the inode. */
+int xattr_init_new_locked(struct ordfs *fs, struct handle *h, struct inode *inode,
+			  const struct xattr_ns_value *vals, unsigned n);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * pass_blocks.c - pass 2: the blocks of every inode in use: extent trees
  * walked, every block inside the data area and claimed once, the blocks
- * count and the size consistent with what is mapped; xattr blocks.
+ * count and the size consistent with what is mapped; xattr blocks (the
+ * ACL values in them included: a malformed one is named).
  * Hands on: the bit map of blocks in use (checker.blocks).
  * Findings: inodes to truncate (bad tree, blocks out of range, blocks an
  * earlier inode claimed), block counts and sizes to set, xattr blocks to
@@ -111,9 +112,14 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 	}
 	if (xattr_usable) {
 		claim_blocks(c, xb, 1, false);
-		if (xattr_verify(c->fs, inode) != 0) {
-			problem(c, CHK_XATTR, "inode %u: bad xattr block %llu", inode->ino,
-				(unsigned long long)inode->d.xattr_block);
+		const char *acl_why;
+		if (xattr_verify_acl(c->fs, inode, &acl_why) != 0) {
+			if (acl_why) /* the block is sound but an ACL in it is not */
+				problem(c, CHK_XATTR, "inode %u: xattr block %llu: %s", inode->ino,
+					(unsigned long long)inode->d.xattr_block, acl_why);
+			else
+				problem(c, CHK_XATTR, "inode %u: bad xattr block %llu", inode->ino,
+					(unsigned long long)inode->d.xattr_block);
 			struct check_inode_fix *fix = fx_inode(c, inode->ino);
 			if (fix)
 				fix->drop_xattr = true;

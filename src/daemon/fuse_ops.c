@@ -217,13 +217,23 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+/* The caller's umask for create, mkdir and mknod.  With FUSE_CAP_DONT_MASK
+ * (op_init) the kernel leaves it to us, and the core applies it only when
+ * the directory has no default ACL; without it the kernel has applied it
+ * already and applying it again changes nothing. */
+static uint32_t umask_of(fuse_req_t req)
+{
+	return (uint32_t)fuse_req_ctx(req)->umask & 0777u;
+}
+
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct inode *dir = get_inode(req, parent), *child;
 	if (!dir)
 		return;
 	struct ordfs_cred cred = cred_of(req);
-	int err = ordfs_mkdir(ctx_of(req)->fs, dir, name, (uint16_t)mode, &cred, &child);
+	int err = ordfs_mkdir_umask(ctx_of(req)->fs, dir, name, (uint16_t)mode, umask_of(req),
+				    &cred, &child);
 	inode_put(ctx_of(req)->fs, dir);
 	if (err)
 		reply_result(req, err);
@@ -238,7 +248,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (!dir)
 		return;
 	struct ordfs_cred cred = cred_of(req);
-	int err = ordfs_create(ctx_of(req)->fs, dir, name, (uint16_t)mode, &cred, &child);
+	int err = ordfs_create_umask(ctx_of(req)->fs, dir, name, (uint16_t)mode, umask_of(req),
+				     &cred, &child);
 	inode_put(ctx_of(req)->fs, dir);
 	if (err) {
 		reply_result(req, err);
@@ -263,8 +274,8 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	if (!dir)
 		return;
 	struct ordfs_cred cred = cred_of(req);
-	int err = ordfs_mknod(ctx_of(req)->fs, dir, name, (uint16_t)mode, (uint32_t)rdev, &cred,
-			      &child);
+	int err = ordfs_mknod_umask(ctx_of(req)->fs, dir, name, (uint16_t)mode, (uint32_t)rdev,
+				    umask_of(req), &cred, &child);
 	inode_put(ctx_of(req)->fs, dir);
 	if (err)
 		reply_result(req, err);
@@ -866,6 +877,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* ioctls on directories too: `ordfsctl sync MOUNTPOINT`. */
 	if (conn->capable & FUSE_CAP_IOCTL_DIR)
 		conn->want |= FUSE_CAP_IOCTL_DIR;
+	/* POSIX ACLs: the kernel caches the ACL xattrs and enforces them
+	 * (default_permissions is on anyway); we keep the mode and the ACL in
+	 * step and do the inheritance, which needs the umask left to us. */
+	if (conn->capable & FUSE_CAP_DONT_MASK)
+		conn->want |= FUSE_CAP_DONT_MASK;
+#ifdef FUSE_CAP_POSIX_ACL
+	if (conn->capable & FUSE_CAP_POSIX_ACL)
+		conn->want |= FUSE_CAP_POSIX_ACL;
+#endif
 }
 
 const struct fuse_lowlevel_ops ordfs_fuse_ops = {
