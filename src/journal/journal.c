@@ -331,13 +331,18 @@ int journal_get_write_access(struct handle *h, struct buf *b, unsigned flags)
 		err = -EROFS;
 		goto out;
 	}
-	if (flags & JWA_CSUM_HDR)
-		b->csum_hdr = true;
-	if (b->jtx == tx)
+	if (b->jtx == tx) {
+		if (flags & JWA_CSUM_HDR)
+			b->csum_hdr = true;
 		goto out;
+	}
 	err = VEC_PUSH(tx->bufs, b);
 	if (err)
 		goto out;
+	/* What the block is now decides, not what it was: a freed extent-tree
+	 * block reused as a symlink block or (data=journal) as file data must
+	 * not get a header checksum stamped into its bytes 8..11. */
+	b->csum_hdr = (flags & JWA_CSUM_HDR) != 0;
 	if (b->freed_seq) {
 		/* Reused after its free committed [J5]: the old committed copy
 		 * must never be written home, and replay of older log copies is

@@ -230,6 +230,14 @@ static void check_no_stray_data(const struct crash_oracle_ctx *c, struct ordfs *
 					crash_violation(c->workload, state,
 							"inode %u byte %" PRIu64 " is %#x: no write put it "
 							"there (stale or foreign data)", ino, x, buf[b]);
+					for (size_t k = 0; crash_verbose && k < p->nw; k++)
+						if (p->w[k].ino == ino)
+							fprintf(stderr, "  write %zu: off %" PRIu64
+								" len %" PRIu64 " fill %#x\n", k, p->w[k].off,
+								p->w[k].len, p->w[k].fill);
+					if (crash_verbose)
+						fprintf(stderr, "  size %" PRIu64 ", links %u\n", f->size,
+							f->d.links);
 					inode_put(fs, f);
 					return;
 				}
@@ -250,6 +258,14 @@ void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *sta
 {
 	const struct crash_oracle_ctx *c = ctx;
 	crash_states_checked++;
+	const char *dump = getenv("CRASH_DUMP_STATE");
+	if (dump && strstr(state, dump)) {
+		FILE *out = fopen("/tmp/crash-state.img", "w");
+		if (out) {
+			fwrite(blockdev_mem_bytes(img), 1, c->log->size, out);
+			fclose(out);
+		}
+	}
 	struct ordfs_options opts = c->run->opts;
 	struct ordfs *fs;
 	const char *why = "";

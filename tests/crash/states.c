@@ -260,7 +260,7 @@ static void prefixes(struct enum_state *s, uint64_t share)
 		for (size_t k = 0; k < s->nwrites; k++)
 			s->include[k] = k < w;
 		size_t limit = w < s->nwrites ? s->writes[w] : s->log->n;
-		snprintf(state, sizeof(state), "prefix %zu/%zu", w, s->nwrites);
+		snprintf(state, sizeof(state), "prefix %zu/%zu, event %zu", w, s->nwrites, limit);
 		bool cut = s->p->recovery_every && w % s->p->recovery_every == 1;
 		judge(s, NULL, limit, state, cut);
 	}

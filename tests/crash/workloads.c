@@ -22,6 +22,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -140,6 +141,12 @@ static void gen_apply(struct crash_run *r, unsigned op, uint64_t v)
 	const char *dir = target ? "B/D" : "A/C/D";
 	uint64_t a = v % 4096, b = (v >> 12) % 8192;
 	const char *t = f; /* what the persistence choice applies to */
+	if (crash_verbose) {
+		size_t n;
+		blockdev_record_events(r->rec, &n);
+		fprintf(stderr, "  op %u (kind %u, %s, persist %u, v %" PRIu64 ") at event %zu\n", op,
+			kind, f, persist, v, n);
+	}
 	char value[16];
 	switch (kind) {
 	case 0: op_create(r, fresh); t = fresh; break;
@@ -227,6 +234,17 @@ static void run_plan(const struct plan *pl)
 	struct crash_log log = { .base = r.base, .size = CRASH_IMG };
 	log.ev = blockdev_record_events(r.rec, &n);
 	log.n = n;
+	if (getenv("CRASH_DUMP_EVENTS")) {
+		size_t lo = 0, hi = 0;
+		sscanf(getenv("CRASH_DUMP_EVENTS"), "%zu-%zu", &lo, &hi);
+		for (size_t i = lo; i <= hi && i < log.n; i++) {
+			const struct blockdev_event *e = &log.ev[i];
+			fprintf(stderr, "  event %zu: %s off %" PRIu64 " (block %" PRIu64 ") len %zu %s\n", i,
+				e->type == BD_EV_WRITE ? "write" : e->type == BD_EV_FLUSH ? "flush" : "mark",
+				e->off, e->off / CRASH_BS, e->len,
+				e->type == BD_EV_MARK ? (const char *)e->data : "");
+		}
+	}
 	struct crash_oracle_ctx oc = { .workload = label, .run = &r, .log = &log };
 	struct crash_enum_params ep = { .max_states = 5000, .seed = pl->seed,
 					.recovery_every = 4 };

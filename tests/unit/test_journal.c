@@ -192,6 +192,42 @@ START_TEST(test_committed_survives_crash_uncommitted_does_not)
 }
 END_TEST
 
+/* A block logged once as metadata with a common header, then reused as a
+ * block without one (a long symlink's target, file data under
+ * data=journal): its bytes 8..11 must not get a header checksum stamped
+ * into them, in the log copy or at home.  Found by the crash harness
+ * (data=journal long run: four bytes of a file's first block overwritten). */
+START_TEST(test_header_checksum_not_stamped_on_reuse)
+{
+	struct jfix f;
+	fix_setup(&f, 64);
+	struct handle *h;
+	struct buf *b;
+	ck_assert_int_eq(journal_start(f.j, 2, &h), 0);
+	ck_assert_int_eq(bcache_read(f.cache, HOME, &b), 0);
+	ck_assert_int_eq(journal_get_write_access(h, b, JWA_CSUM_HDR), 0);
+	ordfs_block_hdr_init(b->data, ORDFS_BT_EXTENT, 12, HOME);
+	bcache_put(f.cache, b);
+	ck_assert_int_eq(journal_stop(h), 0);
+	ck_assert_int_eq(journal_force_commit(f.j), 0);
+
+	ck_assert_int_eq(journal_start(f.j, 2, &h), 0);
+	modify(&f, h, HOME, 0x5c); /* raw bytes now, no header */
+	ck_assert_int_eq(journal_stop(h), 0);
+	ck_assert_int_eq(journal_force_commit(f.j), 0);
+
+	struct blockdev *img = crash_copy(&f);
+	struct journal_recovery_info info;
+	recover(img, &f.sb, &info);
+	ck_assert(home_is(img, HOME, 0x5c));
+	blockdev_destroy(img);
+	ck_assert_int_eq(journal_flush_all(f.j), 0);
+	ck_assert(home_is(f.mem, HOME, 0x5c));
+	fix_close(&f);
+	fix_free(&f);
+}
+END_TEST
+
 START_TEST(test_escaped_block_round_trip)
 {
 	struct jfix f;
@@ -538,6 +574,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_commit_then_checkpoint_writes_home);
 	tcase_add_test(tc, test_committed_survives_crash_uncommitted_does_not);
 	tcase_add_test(tc, test_escaped_block_round_trip);
+	tcase_add_test(tc, test_header_checksum_not_stamped_on_reuse);
 	tcase_add_test(tc, test_revoke_protects_reused_block);
 	tcase_add_test(tc, test_failed_commit_aborts);
 	tcase_add_loop_test(tc, test_start_after_failed_commit_without_waiting_for_room, 0, 5);
