@@ -294,6 +294,8 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 					 (data_logged(fs) ? got : 0), &h);
 	if (err)
 		goto unclaim;
+	if (fs->opts.data_mode == JOURNAL_DATA_ORDERED)
+		journal_ordered_data(h); /* the data written above becomes reachable */
 	bool undo = false; /* nothing recorded: the claim can go back */
 	err = alloc_mark_blocks(fs->alloc, h, start, got);
 	if (err) {
@@ -342,6 +344,9 @@ int file_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk, 
 		int err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
 		if (err)
 			return err;
+		/* Marking blocks written makes the data written to them visible. */
+		if (flags == 0 && fs->opts.data_mode == JOURNAL_DATA_ORDERED)
+			journal_ordered_data(h);
 		int more = extent_set_flags(fs, h, inode, lblk, count, flags, per_handle);
 		if (more >= 0 && disk_size > inode->d.size) {
 			inode->d.size = disk_size;

@@ -13,7 +13,12 @@
  *      before their handles started [J1].
  *   3. Make log room: if the transaction does not fit, checkpoint first [J4].
  *   4. Write descriptors + copies + revoke blocks at the log head.
- *   5. F1: flush (log blocks and ordered data durable) [J2].
+ *   5. F1: flush (log blocks and ordered data durable) [J2], only if the
+ *      transaction made data written before it reachable (data=ordered,
+ *      journal_ordered_data).  Otherwise the commit block's CRC, chained
+ *      over every log block of the transaction, is what orders them: a
+ *      commit record that reached the disk without its blocks does not
+ *      validate, and F2 makes both durable before anyone is told.
  *   6. Write the commit block (block count + CRC chained over the blocks).
  *   7. F2: flush; the transaction is committed [J3]: hand its copies to the
  *      checkpoint list, release the blocks it freed [J5], wake the waiters.
@@ -315,7 +320,7 @@ static int commit_write(struct journal *j, struct transaction *tx)
 	}
 
 	err = write_log(j, head, li.blocks, li.nblocks);
-	if (!err)
+	if (!err && tx->ordered_data)
 		err = journal_barrier(j); /* F1 [J2] */
 	if (err)
 		goto out;

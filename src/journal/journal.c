@@ -397,6 +397,13 @@ int journal_forget(struct handle *h, uint64_t blockno)
 	return err;
 }
 
+void journal_ordered_data(struct handle *h)
+{
+	pthread_mutex_lock(&h->j->state_lock);
+	h->tx->ordered_data = true;
+	pthread_mutex_unlock(&h->j->state_lock);
+}
+
 int journal_add_freed(struct handle *h, uint64_t start, uint32_t len)
 {
 	struct journal *j = h->j;

@@ -143,6 +143,13 @@ int journal_forget(struct handle *h, uint64_t blockno);
 /* Records an extent of blocks freed by this handle's transaction; it is
  * handed to cfg->release_freed once the transaction commits (J5). */
 int journal_add_freed(struct handle *h, uint64_t start, uint32_t len);
+/* This handle makes data written before it reachable (data=ordered: a
+ * delayed allocation, a conversion of unwritten blocks): its transaction's
+ * commit issues F1 so that data is durable before the commit record.  A
+ * transaction without such data needs no F1: the commit block's CRC,
+ * chained over all its log blocks, already makes a commit record without
+ * them worthless, so F2 alone orders it. */
+void journal_ordered_data(struct handle *h);
 
 /* ---- commits ---------------------------------------------------------- */
 

@@ -37,6 +37,9 @@ struct transaction {
 	VEC(struct buf *) bufs;  /* (S) buffers to log, each with a journal ref */
 	VEC(uint64_t) revokes;   /* (S) */
 	VEC(struct freed_extent) freed; /* (S) released after commit [J5] */
+	bool ordered_data;       /* (S) makes data written before it reachable:
+				  * F1 must cover that data before the commit
+				  * record (data=ordered) */
 	/* (C) filled when the commit starts: the copies to log */
 	uint8_t **copies;
 	struct timespec commit_time; /* (C) in the commit block, every attempt */

@@ -222,17 +222,23 @@ static bool is_jblock(const uint8_t *b, uint32_t type)
 
 /* Counters the sequence check fills for the closing figures. */
 struct seq_counts {
-	unsigned commits, checkpoints, flushes;
+	unsigned commits, f1, checkpoints, flushes;
 };
 
 /* Asserts the commit protocol's flush points on a single-threaded event
- * log: F1 before every commit record, F2 right after it, F3 before and
- * F4 right after every journal superblock write, and no home write of a
- * logged block before the commit record of the transaction that logged
- * it has been flushed. */
+ * log: in data=ordered, a flush (F1) between the first write of any new
+ * data block and the next commit record; F2 right after every commit
+ * record; F3 before and F4 right after every journal superblock write;
+ * no home write of a logged block before the commit record of the
+ * transaction that logged it has been flushed.  A commit with no new data
+ * to order has no F1 (the commit block's CRC covers its log blocks). */
 static void check_flush_sequence(const struct blockdev_event *ev, size_t n,
-				 const struct layout *l, struct seq_counts *out)
+				 const struct layout *l, enum journal_data_mode mode,
+				 struct seq_counts *out)
 {
+	uint8_t *written = calloc(IMG / BS, 1); /* data blocks written before */
+	bool new_data_unflushed = false;
+	ck_assert_ptr_nonnull(written);
 	/* For each block: the event index where its latest logged copy's
 	 * commit record became durable (SIZE_MAX = logged, not yet durable). */
 	size_t nblocks = IMG / BS;
@@ -248,6 +254,7 @@ static void check_flush_sequence(const struct blockdev_event *ev, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].type == BD_EV_FLUSH) {
 			out->flushes++;
+			new_data_unflushed = false;
 			continue;
 		}
 		uint64_t first = ev[i].off / BS, count = ev[i].len / BS;
@@ -265,8 +272,10 @@ static void check_flush_sequence(const struct blockdev_event *ev, size_t n,
 			uint64_t blk = first + k;
 			const uint8_t *data = ev[i].data + k * BS;
 			if (in_log(l, blk) && is_jblock(data, ORDFS_JB_COMMIT)) {
-				ck_assert_msg(i > 0 && ev[i - 1].type == BD_EV_FLUSH,
-					      "commit record at event %zu without F1", i);
+				ck_assert_msg(mode != JOURNAL_DATA_ORDERED || !new_data_unflushed,
+					      "commit record at event %zu: new data not flushed "
+					      "before it (F1)", i);
+				out->f1 += i > 0 && ev[i - 1].type == BD_EV_FLUSH;
 				ck_assert_msg(i + 1 < n && ev[i + 1].type == BD_EV_FLUSH,
 					      "commit record at event %zu not followed by F2", i);
 				for (size_t p = 0; p < npending; p++)
@@ -285,11 +294,16 @@ static void check_flush_sequence(const struct blockdev_event *ev, size_t n,
 				ck_assert_msg(durable_at[blk] != SIZE_MAX && durable_at[blk] < i,
 					      "block %llu written home at event %zu before its commit "
 					      "was durable", (unsigned long long)blk, i);
+			} else if (!in_log(l, blk) && blk != l->jstart && blk != 0) {
+				if (!written[blk])
+					new_data_unflushed = true; /* a new block's data */
+				written[blk] = 1;
 			}
 		}
 	}
 	free(durable_at);
 	free(pending);
+	free(written);
 }
 
 static void barrier_workload(struct test_fs *t, enum journal_data_mode mode,
@@ -332,25 +346,31 @@ static void barrier_workload(struct test_fs *t, enum journal_data_mode mode,
 	size_t n;
 	const struct blockdev_event *ev = blockdev_record_events(t->rec, &n);
 	struct seq_counts c;
-	check_flush_sequence(ev, n, &l, &c);
+	check_flush_sequence(ev, n, &l, mode, &c);
 	ck_assert_uint_ge(c.commits, 40);
 	ck_assert_uint_ge(c.checkpoints, 2); /* the small log wrapped */
-	fprintf(stderr, "barrier sequence (%s): %u commits, %u journal superblock writes, "
-		"%u flushes, %u flushes per fsync\n",
-		mode == JOURNAL_DATA_ORDERED ? "ordered" : "writeback", c.commits,
+	static const char *const names[] = { "ordered", "writeback", "journal" };
+	fprintf(stderr, "barrier sequence (%s): %u commits (%u with F1), %u journal superblock "
+		"writes, %u flushes, %u flushes per fsync\n", names[mode], c.commits, c.f1,
 		c.checkpoints, c.flushes, *flushes_per_fsync);
+	if (mode == JOURNAL_DATA_ORDERED)
+		ck_assert_uint_ge(c.f1, 40); /* every fsync here allocates new data */
+	else
+		ck_assert_uint_eq(c.f1, 0);  /* nothing to order: F2 alone */
 	tfs_mount(t);
 }
 
 START_TEST(test_barrier_sequence_each_mode)
 {
-	enum journal_data_mode modes[] = { JOURNAL_DATA_ORDERED, JOURNAL_DATA_WRITEBACK };
-	for (unsigned m = 0; m < 2; m++) {
+	enum journal_data_mode modes[] = { JOURNAL_DATA_ORDERED, JOURNAL_DATA_WRITEBACK,
+					   JOURNAL_DATA_JOURNAL };
+	for (unsigned m = 0; m < 3; m++) {
 		struct test_fs t;
 		tfs_setup(&t, IMG, BS, 64);
 		unsigned per_fsync;
 		barrier_workload(&t, modes[m], &per_fsync);
-		ck_assert_uint_eq(per_fsync, 2); /* F1 and F2 of its commit */
+		/* data=ordered: F1 and F2 of its commit; otherwise F2 alone */
+		ck_assert_uint_eq(per_fsync, modes[m] == JOURNAL_DATA_ORDERED ? 2 : 1);
 		tfs_unmount_and_check(&t);
 	}
 }

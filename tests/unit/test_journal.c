@@ -305,6 +305,7 @@ START_TEST(test_failed_commit_aborts)
 	struct handle *h;
 	ck_assert_int_eq(journal_start(f.j, 2, &h), 0);
 	modify(&f, h, HOME, 0x44);
+	journal_ordered_data(h); /* so the commit's first flush is F1 */
 	ck_assert_int_eq(journal_stop(h), 0);
 	blockdev_record_fail_flush(f.rec, 1, -EIO);
 	ck_assert_int_eq(journal_force_commit(f.j), -EIO);
