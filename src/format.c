@@ -411,6 +411,10 @@ static int journal_super_decode_copy(const uint8_t *blk, uint32_t block_size,
 		return fail(why, "journal geometry out of range");
 	if (js->start != 0 && (js->start < js->first || js->start >= js->total_blocks))
 		return fail(why, "journal start out of range");
+	/* mkfs starts at 1 and every number after is one more: 0 (whose
+	 * predecessor wraps to 2^64 - 1) or a number near the wrap is damage. */
+	if (js->sequence == 0 || js->sequence >= (1ull << 62))
+		return fail(why, "journal sequence out of range");
 	return 0;
 }
 

@@ -1147,7 +1147,8 @@ START_TEST(test_torn_journal_super_uses_a_whole_copy)
 }
 END_TEST
 
-enum jsb_damage { JS_GARBAGE, JS_FLIP, JS_TOTAL, JS_FIRST, JS_START, JS_BSIZE, JS_COUNT };
+enum jsb_damage { JS_GARBAGE, JS_FLIP, JS_TOTAL, JS_FIRST, JS_START, JS_BSIZE, JS_SEQ0,
+		  JS_SEQ_WRAP, JS_COUNT };
 
 START_TEST(test_bad_journal_super_rejected)
 {
@@ -1176,6 +1177,14 @@ START_TEST(test_bad_journal_super_rejected)
 		break;
 	case JS_START:
 		js.start = f.total;
+		ordfs_journal_super_encode(&js, f.sb.csum_seed, jsb);
+		break;
+	case JS_SEQ0: /* found by the fuzzer: the commit thread spun on tid 0 */
+		js.sequence = 0;
+		ordfs_journal_super_encode(&js, f.sb.csum_seed, jsb);
+		break;
+	case JS_SEQ_WRAP:
+		js.sequence = ~0ull;
 		ordfs_journal_super_encode(&js, f.sb.csum_seed, jsb);
 		break;
 	case JS_BSIZE:
@@ -1320,7 +1329,9 @@ START_TEST(test_hostile_random_log)
 		struct fix f;
 		uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)_i;
 		fix_setup(&f, block_sizes[_i], 64);
-		uint64_t seq = rnd(&s) % 4 == 0 ? UINT64_MAX - rnd(&s) % 3 : rnd(&s) % 1000;
+		/* Up to the largest sequence a journal superblock may hold (one
+		 * near 2^64 is refused as damage: test_bad_journal_super_rejected). */
+		uint64_t seq = rnd(&s) % 4 == 0 ? (1ull << 62) - 1 - rnd(&s) % 3 : 1 + rnd(&s) % 1000;
 		for (uint32_t p = f.first; p < f.total; p++) {
 			uint8_t *b = log_block(&f, p);
 			if (rnd(&s) % 3 == 0) {
