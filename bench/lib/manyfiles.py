@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""manyfiles.py - create many small files, then make them durable; timed.
+
+Usage: manyfiles.py DIR FILES DIRS SIZE fsync|none
+       manyfiles.py DIR FILES DIRS SIZE cmd COMMAND...
+
+Makes DIRS directories d0.. under DIR (which must exist) and FILES files
+spread evenly over them; each file is created, written SIZE bytes in one
+write(2) and closed.  Then, durability:
+  fsync  open each file again and fsync it, then fsync each directory and DIR
+  cmd    run COMMAND once (syncfs through `sync -f`, `ordfsctl sync`, ...)
+  none   nothing
+Prints one JSON object: files, create_s, durable_s, files_per_s (FILES
+over create + durable) and create_files_per_s (create phase alone).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def main():
+    if len(sys.argv) < 6 or sys.argv[5] not in ("fsync", "none", "cmd"):
+        sys.exit(__doc__)
+    root, files, ndirs, size, mode = sys.argv[1], int(sys.argv[2]), \
+        int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    command = sys.argv[6:]
+    payload = os.urandom(size)
+    dirs = [os.path.join(root, "d%d" % d) for d in range(ndirs)]
+    paths = []
+
+    start = time.monotonic()
+    for d in dirs:
+        os.mkdir(d)
+    for i in range(files):
+        path = os.path.join(dirs[i % ndirs], "f%d" % i)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, payload)
+        os.close(fd)
+        paths.append(path)
+    created = time.monotonic()
+
+    if mode == "fsync":
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+        for d in dirs + [root]:
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+            os.fsync(fd)
+            os.close(fd)
+    elif mode == "cmd":
+        subprocess.run(command, check=True)
+    done = time.monotonic()
+
+    print(json.dumps({
+        "files": files,
+        "dirs": ndirs,
+        "size": size,
+        "durable_by": mode if mode != "cmd" else " ".join(command),
+        "create_s": created - start,
+        "durable_s": done - created,
+        "files_per_s": files / (done - start),
+        "create_files_per_s": files / (created - start),
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""report.py - bench/run's report: medians over rounds, ratios to the host
+directory, a markdown table, a gnuplot plot of fsync latency, a JSON file.
+
+Usage: report.py OUTDIR
+
+Reads what bench/run left in OUTDIR: meta.txt and skips.txt (tab-separated)
+and raw/r<ROUND>/<TARGET>/ (fio JSON, dbench text, manyfiles.py JSON).
+Writes OUTDIR/results.md, OUTDIR/results.json, OUTDIR/fsync_latency.png
+(with its gnuplot script and data under OUTDIR/plot/).  A figure a round
+did not produce is left out of that figure's median; one no round
+produced is "n/a", and skips.txt says why.
+"""
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+TARGETS = ["host", "ordfs", "ext4", "fuse2fs"]
+LABELS = {"host": "host dir", "ordfs": "ordfs", "ext4": "ext4 (loop)",
+          "fuse2fs": "fuse2fs"}
+COLORS = {"host": "#000000", "ordfs": "#d62728", "ext4": "#1f77b4",
+          "fuse2fs": "#2ca02c"}
+MIB = 1024 * 1024
+
+
+def read_json(path):
+    """A tool's JSON output; fio may print warnings before it."""
+    with open(path) as f:
+        text = f.read()
+    return json.loads(text[text.index("{"):])
+
+
+def fio_job(raw, name, job):
+    for j in read_json(os.path.join(raw, name))["jobs"]:
+        if j["jobname"] == job:
+            return j
+    raise KeyError(job)
+
+
+def sync_lat(raw, name, job):
+    """The fsync/fdatasync latency section of one fio job."""
+    return fio_job(raw, name, job)["sync"]["lat_ns"]
+
+
+def pct_ms(raw, name, job, p):
+    return sync_lat(raw, name, job)["percentile"]["%f" % p] / 1e6
+
+
+def dbench(raw):
+    with open(os.path.join(raw, "B6.txt")) as f:
+        text = f.read()
+    mbs = float(re.search(r"^Throughput ([\d.]+) MB/sec", text, re.M).group(1))
+    flush = re.search(r"^\s*Flush\s+\d+\s+([\d.]+)\s+([\d.]+)", text, re.M)
+    return {"mbs": mbs, "flush_avg": float(flush.group(1)),
+            "flush_max": float(flush.group(2))}
+
+
+def reader_mibs(raw):
+    with open(os.path.join(raw, "B7-reader.txt")) as f:
+        passes = [int(x) for x in f.read().split()]
+    with open(os.path.join(raw, "B7-reader-time.txt")) as f:
+        start, stop = (float(x) for x in f.read().split())
+    return sum(passes) / MIB / (stop - start)
+
+
+def manyfiles(raw, name, key):
+    return read_json(os.path.join(raw, name))[key]
+
+
+# (id, workload, figure, unit, better: "hi" or "lo", extractor of one round)
+METRICS = [
+    ("B1.rate", "B1", "fsyncs/s", "/s", "hi",
+     lambda d: fio_job(d, "B1.json", "B1")["write"]["iops"]),
+    ("B1.p50", "B1", "fsync p50", "ms", "lo",
+     lambda d: pct_ms(d, "B1.json", "B1", 50)),
+    ("B1.p99", "B1", "fsync p99", "ms", "lo",
+     lambda d: pct_ms(d, "B1.json", "B1", 99)),
+    ("B2.p50", "B2", "fsync p50", "ms", "lo",
+     lambda d: pct_ms(d, "B2.json", "fsyncer", 50)),
+    ("B2.p99", "B2", "fsync p99", "ms", "lo",
+     lambda d: pct_ms(d, "B2.json", "fsyncer", 99)),
+    ("B2.max", "B2", "fsync max", "ms", "lo",
+     lambda d: sync_lat(d, "B2.json", "fsyncer")["max"] / 1e6),
+    ("B2.writer", "B2", "writer MiB/s", "MiB/s", "hi",
+     lambda d: fio_job(d, "B2.json", "writer")["write"]["bw_bytes"] / MIB),
+    ("B3.iops", "B3", "IOPS", "/s", "hi",
+     lambda d: fio_job(d, "B3.json", "B3")["write"]["iops"]),
+    ("B3.p99", "B3", "fdatasync p99", "ms", "lo",
+     lambda d: pct_ms(d, "B3.json", "B3", 99)),
+    ("B4.write", "B4", "write MiB/s (with fsync)", "MiB/s", "hi",
+     lambda d: fio_job(d, "B4-write.json", "B4-write")["write"]["bw_bytes"] / MIB),
+    ("B4.cold", "B4", "cold read MiB/s", "MiB/s", "hi",
+     lambda d: fio_job(d, "B4-cold.json", "B4-read")["read"]["bw_bytes"] / MIB),
+    ("B4.warm", "B4", "warm read MiB/s", "MiB/s", "hi",
+     lambda d: fio_job(d, "B4-warm.json", "B4-read")["read"]["bw_bytes"] / MIB),
+    ("B5.create", "B5", "create files/s (not durable)", "/s", "hi",
+     lambda d: manyfiles(d, "B5-fsync.json", "create_files_per_s")),
+    ("B5.fsync", "B5", "files/s, fsync each file+dir", "/s", "hi",
+     lambda d: manyfiles(d, "B5-fsync.json", "files_per_s")),
+    ("B5.sync", "B5", "files/s, one syncfs / ordfsctl sync", "/s", "hi",
+     lambda d: manyfiles(d, "B5-sync.json", "files_per_s")),
+    ("B6.mbs", "B6", "dbench MB/s", "MB/s", "hi", lambda d: dbench(d)["mbs"]),
+    ("B6.flush_avg", "B6", "Flush mean", "ms", "lo",
+     lambda d: dbench(d)["flush_avg"]),
+    ("B6.flush_max", "B6", "Flush max", "ms", "lo",
+     lambda d: dbench(d)["flush_max"]),
+    ("B7.p50", "B7", "fsync p50", "ms", "lo",
+     lambda d: pct_ms(d, "B7.json", "B7", 50)),
+    ("B7.p99", "B7", "fsync p99", "ms", "lo",
+     lambda d: pct_ms(d, "B7.json", "B7", 99)),
+    ("B7.vsB1", "B7", "fsync p99 / B1 p99", "x", "lo", None),
+    ("B7.reader", "B7", "reader MiB/s", "MiB/s", "hi", reader_mibs),
+    ("B8.1", "B8", "fsyncs/s, 1 thread", "/s", "hi",
+     lambda d: fio_job(d, "B8.json", "t1")["write"]["iops"]),
+    ("B8.2", "B8", "fsyncs/s, 2 threads", "/s", "hi",
+     lambda d: fio_job(d, "B8.json", "t2")["write"]["iops"]),
+    ("B8.4", "B8", "fsyncs/s, 4 threads", "/s", "hi",
+     lambda d: fio_job(d, "B8.json", "t4")["write"]["iops"]),
+    ("B8.8", "B8", "fsyncs/s, 8 threads", "/s", "hi",
+     lambda d: fio_job(d, "B8.json", "t8")["write"]["iops"]),
+]
+
+WORKLOADS = {
+    "B1": "4 KiB append + fsync, one file, alone",
+    "B2": "B1 + a buffered 1 MiB streaming writer on another file",
+    "B3": "4 KiB random overwrite + fdatasync, preallocated file",
+    "B4": "1 MiB sequential write + fsync, read back cold and warm",
+    "B5": "create + write 4 KiB + close many files, then durable",
+    "B6": "dbench, 2 clients",
+    "B7": "B1 + a tar reader looping over a tree on the same target",
+    "B8": "N threads, each 4 KiB append + fsync on its own file",
+}
+CURVES = [("B1", "B1.json", "B1"), ("B2", "B2.json", "fsyncer"),
+          ("B7", "B7.json", "B7")]
+
+
+def read_tsv(path):
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    return rows
+
+
+def fmt(v):
+    if v is None:
+        return "n/a"
+    a = abs(v)
+    if a >= 100:
+        return "%.0f" % v
+    if a >= 10:
+        return "%.1f" % v
+    if a >= 1:
+        return "%.2f" % v
+    return "%.3f" % v
+
+
+def main():
+    out = sys.argv[1]
+    meta = {}
+    busy = []
+    for row in read_tsv(os.path.join(out, "meta.txt")):
+        if row[0] == "busy":
+            busy.append(row[1])
+        else:
+            meta[row[0]] = row[1] if len(row) > 1 else ""
+    skips = []
+    for s in read_tsv(os.path.join(out, "skips.txt")):
+        if s not in skips:
+            skips.append(s)
+    active = meta.get("targets", "").split()
+    skipped_all = [s[0] for s in skips if s[1] == "all"]
+    columns = [t for t in TARGETS if t in active or t in skipped_all]
+    rawroot = os.path.join(out, "raw")
+    rounds = sorted((d for d in os.listdir(rawroot) if re.fullmatch(r"r\d+", d)),
+                    key=lambda d: int(d[1:]))
+
+    # every figure of every round, then the medians
+    values = {}
+    for mid, _, _, _, _, get in METRICS:
+        for t in active:
+            vals = []
+            for r in rounds:
+                d = os.path.join(rawroot, r, t)
+                try:
+                    vals.append(float(get(d)) if get else None)
+                except (OSError, KeyError, ValueError, AttributeError, TypeError):
+                    vals.append(None)
+            values[(mid, t)] = vals
+    med = {}
+    for key, vals in values.items():
+        got = [v for v in vals if v is not None]
+        med[key] = statistics.median(got) if got else None
+    for t in active:
+        b1, b7 = med.get(("B1.p99", t)), med.get(("B7.p99", t))
+        med[("B7.vsB1", t)] = b7 / b1 if b1 and b7 is not None else None
+
+    def ratio(mid, t):
+        h, v = med.get((mid, "host")), med.get((mid, t))
+        return v / h if h and v is not None else None
+
+    # the table
+    lines = []
+    head = "| workload | figure | better |" + "".join(
+        " %s |" % LABELS[t] for t in columns)
+    lines.append(head)
+    lines.append("|---|---|---|" + "---:|" * len(columns))
+    for mid, w, what, unit, better, get in METRICS:
+        if not any(med.get((mid, t)) is not None for t in active):
+            continue
+        unit_s = "" if unit in ("/s", "x") or unit in what else " (%s)" % unit
+        cells = []
+        for t in columns:
+            if t not in active:
+                cells.append("skipped")
+                continue
+            v = med.get((mid, t))
+            if v is None:
+                cells.append("n/a")
+                continue
+            cell = fmt(v)
+            if t != "host":
+                r = ratio(mid, t)
+                cell += " (%s)" % ("%.2f" % r if r is not None else "-")
+            vals = values.get((mid, t))
+            if vals and get is not None:
+                k = sum(v is not None for v in vals)
+                if k < len(vals):
+                    cell += " [%d of %d rounds]" % (k, len(vals))
+            cells.append(cell)
+        lines.append("| %s | %s%s | %s |%s" % (
+            w, what, unit_s, "higher" if better == "hi" else "lower",
+            "".join(" %s |" % c for c in cells)))
+    table = "\n".join(lines)
+
+    # the latency curves: per target, per percentile, the median over rounds
+    curves = {}
+    for w, name, job in CURVES:
+        for t in active:
+            per_p, samples = {}, []
+            for r in rounds:
+                try:
+                    lat = sync_lat(os.path.join(rawroot, r, t), name, job)
+                except (OSError, KeyError, ValueError):
+                    continue
+                samples.append(lat["N"])
+                for p, ns in lat["percentile"].items():
+                    per_p.setdefault(float(p), []).append(ns / 1e6)
+            if per_p:
+                # a percentile with less than one sample above it is only
+                # the maximum again: drop it
+                n_med = statistics.median(samples)
+                curves[(w, t)] = {p: statistics.median(v)
+                                  for p, v in sorted(per_p.items())
+                                  if (1 - p / 100) * n_med >= 1}
+    plot_ok = plot(out, curves, active)
+
+    # results.md
+    n = len(rounds)
+    load = "load average %s at the start, %s at the end" % (
+        meta.get("load_start", "?"), meta.get("load_end", "?"))
+    md = []
+    md.append("# ordfs benchmark, %s run of %s\n" % (
+        meta.get("mode", "?"), meta.get("date", "?")))
+    md.append("Each figure is the **median of %d round%s**; in brackets, its "
+              "ratio to the host directory measured in the same run (for "
+              "rates higher is better, for latencies lower is better; the "
+              "column `better` says which). The machine is shared and noisy "
+              "(%s, %s CPUs%s): medians of rounds, and the ratios, are what "
+              "to trust, not single absolute figures.\n" % (
+                  n, "" if n == 1 else "s", load, meta.get("cpus", "?"),
+                  "; busy at the start: " + ", ".join(busy) if busy else ""))
+    md.append(table + "\n")
+    md.append("Workloads (sizes of this run: %s s per fio run for B1, B2, B3 "
+              "and B7, B8 %s per thread count, B2 writer file %s, B3 file %s, "
+              "B4 %s, B5 %s files in %s directories, B6 %s s, B7 tree of %s):\n"
+              % (meta.get("runtime_s"), meta.get("b8_runtime"),
+                 meta.get("b2_writer_size"), meta.get("b3_size"),
+                 meta.get("b4_size"), meta.get("b5_files"), meta.get("b5_dirs"),
+                 meta.get("b6_time"), meta.get("tree")))
+    for w, text in WORKLOADS.items():
+        md.append("- **%s** %s" % (w, text))
+    md.append("")
+    md.append("Targets, on images of %s in one directory of the host's %s "
+              "filesystem: **host dir** a plain directory there (the "
+              "reference); **ordfs** a fresh mkfs.ordfs image mounted by the "
+              "daemon (default options: data=ordered, barrier, commit=5); "
+              "**ext4 (loop)** mkfs.ext4 on an image file, mount -o loop; "
+              "**fuse2fs** the same kind of ext4 image served by fuse2fs.\n"
+              % (meta.get("image_size"), meta.get("host_fs")))
+    md.append("Notes: latencies are fio's, of the fsync (fdatasync for B3) "
+              "call alone. B4 cold: ordfs and fuse2fs are unmounted and "
+              "mounted again, then the host's caches are dropped for all; "
+              "warm: read again at once (ordfs drops the kernel's page cache "
+              "of a file at each open, so its warm read comes from the daemon "
+              "and the host's cache of the image). B5 makes everything durable "
+              "either by fsync of every file and directory, or by one call: "
+              "syncfs (`sync -f`) on host and ext4, `ordfsctl sync` on ordfs "
+              "(syncfs does not reach FUSE daemons; fuse2fs has no such call). "
+              "B2's writer is buffered: on the host directory and ext4 its data "
+              "mostly stays in the host's page cache for the few seconds of a "
+              "run. B6: dbench's own MB/s and its Flush latency (mean and max: "
+              "dbench gives no percentiles). B7's reader counts complete tar "
+              "passes only.\n")
+    try:
+        with open(os.path.join(out, "fuse2fs.log")) as f:
+            if "journal is not supported" in f.read():
+                md.append("fuse2fs said: \"Writing to the journal is not "
+                          "supported\": it updates the ext4 image without "
+                          "journaling, so it has less to write per fsync than "
+                          "ext4 or ordfs and is not crash-consistent the same "
+                          "way.\n")
+    except OSError:
+        pass
+    if plot_ok:
+        md.append("![fsync latency](fsync_latency.png)\n")
+        md.append("`fsync_latency.png`: for B1, B2 and B7, the share of fsyncs "
+                  "slower than a latency (log-log; each point the median over "
+                  "rounds of one fio percentile, from p1 to p99.99, leaving "
+                  "out those with less than one fsync beyond them).\n")
+    if skips:
+        md.append("Skipped or failed:\n")
+        for s in skips:
+            md.append("- %s: %s: %s" % (LABELS.get(s[0], s[0]), s[1], s[2]))
+        md.append("")
+    md.append("Tools: %s; fio %s; dbench %s; fuse2fs %s; kernel %s. "
+              "The run took %s s. Raw output of every tool: `raw/r<round>/<target>/`."
+              % (meta.get("ordfs"), meta.get("fio"), meta.get("dbench"),
+                 meta.get("fuse2fs"), meta.get("kernel"), meta.get("elapsed_s")))
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+
+    # results.json
+    result = {
+        "meta": meta, "busy_at_start": busy, "skips": skips,
+        "rounds": n,
+        "metrics": [{
+            "id": mid, "workload": w, "figure": what, "unit": unit,
+            "better": "higher" if better == "hi" else "lower",
+            "targets": {t: {"median": med.get((mid, t)),
+                            "ratio_to_host": ratio(mid, t),
+                            "rounds": values.get((mid, t))} for t in active},
+        } for mid, w, what, unit, better, _ in METRICS],
+        "fsync_latency_ms": {"%s/%s" % k: {"%g" % p: v for p, v in c.items()}
+                             for k, c in curves.items()},
+    }
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print("report: wrote %s" % os.path.join(out, "results.md"))
+
+
+def plot(out, curves, active):
+    """fsync_latency.png: one panel per workload, one line per target."""
+    if not curves:
+        return False
+    pdir = os.path.join(out, "plot")
+    os.makedirs(pdir, exist_ok=True)
+    gp = ['set terminal pngcairo size 1500,520 font "sans,10"',
+          'set output "%s"' % os.path.join(out, "fsync_latency.png"),
+          "set multiplot layout 1,%d title \"fsync latency distribution "
+          "(median over rounds of each percentile)\"" % len(CURVES),
+          "set logscale xy", 'set format y "10^{%L}"', "set yrange [5e-5:1]",
+          "set grid xtics ytics mxtics", 'set xlabel "fsync latency (ms)"',
+          'set ylabel "share of fsyncs slower"', "set key bottom left"]
+    every = [ms for c in curves.values() for ms in c.values() if ms > 0]
+    if every:  # one x range for all panels, whole decades
+        gp.append("set xrange [%g:%g]" % (10 ** math.floor(math.log10(min(every))),
+                                         10 ** math.ceil(math.log10(max(every)))))
+    for w, _, _ in CURVES:
+        plots = []
+        for t in active:
+            c = curves.get((w, t))
+            if not c:
+                continue
+            path = os.path.join(pdir, "%s_%s.dat" % (w, t))
+            with open(path, "w") as f:
+                f.write("# latency_ms share_slower (percentile)\n")
+                for p, ms in c.items():
+                    f.write("%g %g %g\n" % (ms, 1 - p / 100, p))
+            plots.append('"%s" using 1:2 with linespoints lw 2 pt 7 ps 0.5 '
+                         'lc rgb "%s" title "%s"' % (path, COLORS[t], LABELS[t]))
+        gp.append('set title "%s: %s"' % (w, WORKLOADS[w]))
+        gp.append("plot " + ", ".join(plots) if plots else "plot 2 notitle")
+    gp.append("unset multiplot")
+    script = os.path.join(pdir, "fsync_latency.gp")
+    with open(script, "w") as f:
+        f.write("\n".join(gp) + "\n")
+    try:
+        subprocess.run(["gnuplot", script], check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("report: no plot (gnuplot: %s)" % e, file=sys.stderr)
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+# shellcheck shell=bash
+# targets.sh - the four targets of bench/run: check, set up, remount, sync,
+# tear down.  Sourced by bench/run; needs WORK (the work directory), BUILD
+# (the ordfs build directory) and IMG_SIZE (e.g. 2G).
+#
+#   host     a plain directory on the host filesystem: the reference
+#   ordfs    a fresh image from mkfs.ordfs, mounted by the ordfs daemon
+#   ext4     kernel ext4 on an image file, mount -o loop
+#   fuse2fs  the same kind of ext4 image, served by fuse2fs (FUSE)
+#
+# Every image has IMG_SIZE bytes and lives in WORK, next to the host
+# directory.  What is mounted is recorded as files in WORK/state, so the
+# EXIT trap and the workloads' subshells all see the same picture.
+
+# shellcheck disable=SC2034 # used by bench/run
+TARGETS_ALL=(host ordfs ext4 fuse2fs)
+
+target_label() {
+	case $1 in
+	host) echo "host dir" ;;
+	ordfs) echo "ordfs" ;;
+	ext4) echo "ext4 (loop)" ;;
+	fuse2fs) echo "fuse2fs" ;;
+	esac
+}
+
+target_dir() { # the directory the workloads use
+	case $1 in
+	host) echo "$WORK/host" ;;
+	*) echo "$WORK/$1.mnt" ;;
+	esac
+}
+
+target_is_fuse() { [ "$1" = ordfs ] || [ "$1" = fuse2fs ]; }
+
+target_check() { # prints why TARGET cannot run here; prints nothing if it can
+	case $1 in
+	host) ;;
+	ordfs)
+		if [ ! -c /dev/fuse ]; then
+			echo "no /dev/fuse"
+		elif ! command -v fusermount3 >/dev/null; then
+			echo "no fusermount3 (Debian package fuse3)"
+		fi
+		;;
+	ext4)
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "mounting a loop device needs root"
+		elif ! command -v mkfs.ext4 >/dev/null; then
+			echo "no mkfs.ext4 (Debian package e2fsprogs)"
+		elif ! grep -qw ext4 /proc/filesystems && ! modprobe ext4 2>/dev/null; then
+			echo "the kernel has no ext4"
+		elif ! losetup -f >/dev/null 2>&1; then
+			echo "no free loop device (losetup -f: $(losetup -f 2>&1 | head -1))"
+		fi
+		;;
+	fuse2fs)
+		if ! command -v fuse2fs >/dev/null; then
+			echo "fuse2fs is not installed (Debian package fuse2fs)"
+		elif [ ! -c /dev/fuse ]; then
+			echo "no /dev/fuse"
+		fi
+		;;
+	esac
+}
+
+wait_mounted() { # wait_mounted DIR PID: up to 20 s, while process PID lives
+	local _
+	for _ in $(seq 200); do
+		mountpoint -q "$1" && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+target_mount() { # mount TARGET's existing image on its directory
+	local t=$1 img="$WORK/$1.img" mnt
+	mnt=$(target_dir "$t")
+	case $t in
+	host) ;;
+	ordfs)
+		# returns once the mount is live, then the daemon logs to syslog
+		"$BUILD/src/ordfs" "$img" "$mnt" </dev/null >>"$WORK/logs/ordfs.log" 2>&1 || {
+			echo "ordfs did not mount: $(tail -1 "$WORK/logs/ordfs.log")" >&2
+			return 1
+		}
+		;;
+	ext4)
+		mount -o loop "$img" "$mnt" 2>>"$WORK/logs/ext4.log" || {
+			echo "mount -o loop failed: $(tail -1 "$WORK/logs/ext4.log")" >&2
+			return 1
+		}
+		;;
+	fuse2fs)
+		# as root no -o fakeroot is needed; -f keeps it in the foreground
+		# so its pid is ours to wait for at unmount
+		local opts=()
+		[ "$(id -u)" -eq 0 ] || opts=(-o fakeroot)
+		fuse2fs "$img" "$mnt" -f "${opts[@]}" </dev/null >>"$WORK/logs/fuse2fs.log" 2>&1 &
+		echo $! >"$WORK/state/fuse2fs.pid"
+		if ! wait_mounted "$mnt" $!; then
+			echo "fuse2fs did not mount: $(tail -1 "$WORK/logs/fuse2fs.log")" >&2
+			return 1
+		fi
+		;;
+	esac
+	touch "$WORK/state/$t.mounted"
+}
+
+target_unmount() { # unmount TARGET if mounted and wait until its image is closed
+	local t=$1 img="$WORK/$1.img" mnt pid _
+	mnt=$(target_dir "$t")
+	[ -e "$WORK/state/$t.mounted" ] || return 0
+	case $t in
+	ordfs)
+		if mountpoint -q "$mnt"; then
+			fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" || true
+		fi
+		# the daemon writes back, commits and closes the image, then the lock is free
+		flock -w 60 "$img" true || echo "ordfs: the daemon did not release $img in 60 s" >&2
+		;;
+	ext4)
+		if mountpoint -q "$mnt"; then
+			umount "$mnt" 2>/dev/null || umount -l "$mnt" || true
+		fi
+		# mount -o loop detaches its device at umount; make sure of it
+		local dev
+		for dev in $(losetup -j "$img" 2>/dev/null | cut -d: -f1); do
+			losetup -d "$dev" || true
+		done
+		;;
+	fuse2fs)
+		if mountpoint -q "$mnt"; then
+			umount "$mnt" 2>/dev/null || umount -l "$mnt" || true
+		fi
+		pid=$(cat "$WORK/state/fuse2fs.pid" 2>/dev/null || true)
+		for _ in $(seq 600); do
+			if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+				break
+			fi
+			sleep 0.1
+		done
+		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+			echo "fuse2fs (pid $pid) did not exit in 60 s; killing it" >&2
+			kill "$pid" || true
+		fi
+		rm -f "$WORK/state/fuse2fs.pid"
+		;;
+	esac
+	rm -f "$WORK/state/$t.mounted"
+}
+
+target_setup() { # make TARGET's fresh image and mount it
+	local t=$1 img="$WORK/$1.img"
+	mkdir -p "$(target_dir "$t")"
+	case $t in
+	host) ;;
+	ordfs) "$BUILD/tools/mkfs.ordfs" -q "$img" "$IMG_SIZE" ;;
+	ext4 | fuse2fs)
+		truncate -s "$IMG_SIZE" "$img"
+		# inode tables and journal written now, so no lazy-init thread
+		# writes in the background during the measurements
+		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img"
+		;;
+	esac
+	target_mount "$t"
+}
+
+target_remount() { # unmount and mount again (drops a FUSE daemon's caches)
+	target_unmount "$1"
+	target_mount "$1"
+}
+
+target_sync_cmd() { # the one command that makes all of TARGET durable, if any
+	local dir
+	dir=$(target_dir "$1")
+	case $1 in
+	host | ext4) echo "sync -f $dir" ;; # syncfs(2)
+	ordfs) echo "$BUILD/tools/ordfsctl sync $dir" ;;
+	fuse2fs) ;; # syncfs does not reach FUSE daemons, and fuse2fs has no other
+	esac
+}
+
+drop_caches() { # write everything back, then drop the host's clean caches
+	sync
+	if [ -w /proc/sys/vm/drop_caches ]; then
+		echo 3 >/proc/sys/vm/drop_caches
+	else
+		echo "cannot drop caches (not root): cold reads are not cold" >&2
+	fi
+}

@@ -1,0 +1,242 @@
+# shellcheck shell=bash
+# workloads.sh - the workloads B1..B8 of bench/run, one function each.
+# Sourced by bench/run.  Each w_BN TARGET DIR RAW runs in DIR (the target's
+# directory), leaves its tool's raw output in RAW (fio JSON, dbench text,
+# manyfiles.py JSON) for bench/lib/report.py, and removes what it wrote,
+# except B7's tree, which is made once per target and kept for later rounds.
+# Sizes and durations come from bench/run: RUNTIME (seconds, B1 B2 B3 B7),
+# B2_WRITER_SIZE, B3_SIZE, B4_SIZE, B5_FILES, B5_DIRS, B6_TIME, TREE_FILES,
+# TREE_DIRS, TREE_FILE_SIZE, B8_RUNTIME (a fio time: 2s, 500ms).
+
+# fio latency percentiles (at most 20): what the CDF plot is drawn from
+FIO_PCT=1:5:10:20:30:40:50:60:70:80:90:95:98:99:99.5:99.9:99.95:99.99
+
+bounded() { # bounded SECONDS COMMAND...: a hung target must not hang the run
+	timeout -k 10 "$@"
+}
+
+run_fio() { # run_fio JOBFILE OUT.json
+	bounded $((RUNTIME * 4 + 300)) fio --output-format=json --output="$2" "$1" >/dev/null
+}
+
+fio_global() { # fio_global DIR: the [global] section of every job file
+	# buffered I/O through read/write; no fallocate, so appends really extend
+	# the file; invalidate=0 so fio never drops caches on its own (B4 does)
+	cat <<EOF
+[global]
+directory=$1
+ioengine=psync
+fallocate=none
+invalidate=0
+percentile_list=$FIO_PCT
+EOF
+}
+
+fio_append_job() { # fio_append_job NAME FILE RUNTIME: 4 KiB append + fsync, in a loop
+	cat <<EOF
+[$1]
+filename=$2
+rw=write
+bs=4k
+file_append=1
+fsync=1
+size=512m
+time_based=1
+runtime=$3
+EOF
+}
+
+w_B1() { # 4 KiB append + fsync to one file, alone
+	local dir=$2/b1 raw=$3
+	mkdir "$dir"
+	{
+		fio_global "$dir"
+		fio_append_job B1 append "$RUNTIME"
+	} >"$raw/B1.fio"
+	run_fio "$raw/B1.fio" "$raw/B1.json"
+	rm -rf "$dir"
+}
+
+w_B2() { # B1 while a second process streams buffered 1 MiB writes to another file
+	local dir=$2/b2 raw=$3
+	mkdir "$dir"
+	{
+		fio_global "$dir"
+		fio_append_job fsyncer append "$RUNTIME"
+		cat <<EOF
+[writer]
+filename=stream
+rw=write
+bs=1m
+size=$B2_WRITER_SIZE
+time_based=1
+runtime=$RUNTIME
+EOF
+	} >"$raw/B2.fio"
+	run_fio "$raw/B2.fio" "$raw/B2.json"
+	rm -rf "$dir"
+}
+
+w_B3() { # 4 KiB random overwrite + fdatasync on a file written (and fsynced) first
+	local dir=$2/b3 raw=$3
+	mkdir "$dir"
+	{
+		fio_global "$dir"
+		cat <<EOF
+[layout]
+filename=rand
+rw=write
+bs=1m
+size=$B3_SIZE
+end_fsync=1
+
+[B3]
+stonewall
+filename=rand
+rw=randwrite
+bs=4k
+size=$B3_SIZE
+fdatasync=1
+time_based=1
+runtime=$RUNTIME
+EOF
+	} >"$raw/B3.fio"
+	run_fio "$raw/B3.fio" "$raw/B3.json"
+	rm -rf "$dir"
+}
+
+w_B4() { # 1 MiB sequential write + final fsync; read back cold, then warm
+	local t=$1 dir=$2/b4 raw=$3
+	mkdir "$dir"
+	{
+		fio_global "$dir"
+		cat <<EOF
+[B4-write]
+filename=seq
+rw=write
+bs=1m
+size=$B4_SIZE
+end_fsync=1
+EOF
+	} >"$raw/B4-write.fio"
+	{
+		fio_global "$dir"
+		cat <<EOF
+[B4-read]
+filename=seq
+rw=read
+bs=1m
+size=$B4_SIZE
+EOF
+	} >"$raw/B4-read.fio"
+	run_fio "$raw/B4-write.fio" "$raw/B4-write.json"
+	# cold: a FUSE daemon's own caches go with a remount, the kernel's with
+	# drop_caches (which also drops the host's cache of every image file)
+	if target_is_fuse "$t"; then
+		target_remount "$t"
+	fi
+	drop_caches
+	run_fio "$raw/B4-read.fio" "$raw/B4-cold.json"
+	run_fio "$raw/B4-read.fio" "$raw/B4-warm.json"
+	rm -rf "$dir"
+}
+
+w_B5() { # create + write 4 KiB + close for many files in directories, then durable
+	local t=$1 dir=$2/b5 raw=$3 cmd
+	mkdir "$dir"
+	bounded 900 python3 "$LIB/manyfiles.py" "$dir" "$B5_FILES" "$B5_DIRS" 4096 fsync \
+		>"$raw/B5-fsync.json"
+	rm -rf "$dir"
+	settle "$t"
+	cmd=$(target_sync_cmd "$t")
+	if [ -z "$cmd" ]; then
+		skip "$t" B5-sync "no whole-filesystem sync: syncfs does not reach a FUSE daemon and fuse2fs has no command for it"
+		return 0
+	fi
+	mkdir "$dir"
+	# shellcheck disable=SC2086 # the command is split into words on purpose
+	bounded 900 python3 "$LIB/manyfiles.py" "$dir" "$B5_FILES" "$B5_DIRS" 4096 cmd $cmd \
+		>"$raw/B5-sync.json"
+	rm -rf "$dir"
+}
+
+w_B6() { # dbench, 2 clients, bounded time
+	local dir=$2/b6 raw=$3
+	mkdir "$dir"
+	bounded $((B6_TIME + 300)) dbench -c "$DBENCH_LOADFILE" -D "$dir" -t "$B6_TIME" 2 \
+		>"$raw/B6.txt" 2>&1
+	grep -q '^Throughput' "$raw/B6.txt" || {
+		echo "dbench gave no throughput: $(grep -v '^ *[0-9]' "$raw/B6.txt" | tail -2)" >&2
+		return 1
+	}
+	rm -rf "$dir"
+}
+
+w_B7() { # B1 while another process reads a tree on the same target, looped
+	local t=$1 dir=$2/b7 raw=$3 tree=$2/tree rpid start stop
+	if [ ! -e "$tree/.complete" ]; then
+		rm -rf "$tree"
+		mkdir "$tree"
+		bounded 900 python3 "$LIB/manyfiles.py" "$tree" "$TREE_FILES" "$TREE_DIRS" \
+			"$TREE_FILE_SIZE" fsync >"$raw/B7-tree.json"
+		touch "$tree/.complete"
+		settle "$t"
+	fi
+	mkdir "$dir"
+	{
+		fio_global "$dir"
+		fio_append_job B7 append "$RUNTIME"
+	} >"$raw/B7.fio"
+	# The reader: tar of the tree, piped (GNU tar skips reading the files
+	# when its archive is /dev/null itself); one line of bytes per complete
+	# pass.  Its own process group, so that it stops as a whole.
+	start=$(date +%s.%N)
+	# shellcheck disable=SC2016 # $1 is the inner shell's
+	setsid bash -c 'while :; do tar -cf - -C "$1" . | wc -c; done' reader "$tree" \
+		>"$raw/B7-reader.txt" 2>/dev/null &
+	rpid=$!
+	echo "$rpid" >"$WORK/state/reader.pid"
+	sleep 0.2
+	run_fio "$raw/B7.fio" "$raw/B7.json"
+	kill -- -"$rpid" 2>/dev/null || true
+	wait "$rpid" 2>/dev/null || true
+	stop=$(date +%s.%N)
+	rm -f "$WORK/state/reader.pid"
+	echo "$start $stop" >"$raw/B7-reader-time.txt"
+	rm -rf "$dir"
+}
+
+w_B8() { # 1, 2, 4, 8 threads, each appending + fsyncing its own file
+	local dir=$2/b8 raw=$3 n
+	mkdir "$dir"
+	{
+		fio_global "$dir"
+		echo "group_reporting=1"
+		for n in 1 2 4 8; do
+			# no filename: each of the n jobs gets a file of its own
+			cat <<EOF
+
+[t$n]
+stonewall
+numjobs=$n
+rw=write
+bs=4k
+file_append=1
+fsync=1
+size=512m
+time_based=1
+runtime=$B8_RUNTIME
+EOF
+		done
+	} >"$raw/B8.fio"
+	run_fio "$raw/B8.fio" "$raw/B8.json"
+	rm -rf "$dir"
+}
+
+settle() { # settle TARGET: make what earlier work left durable, untimed
+	local cmd
+	cmd=$(target_sync_cmd "$1")
+	# shellcheck disable=SC2086
+	[ -z "$cmd" ] || bounded 300 $cmd
+	sync # the host's copy of every image, and the host directory
+}
