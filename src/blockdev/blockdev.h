@@ -76,6 +76,12 @@ static inline void blockdev_destroy(struct blockdev *bd)
 /* ---- file backend ----------------------------------------------------- */
 
 #define BLOCKDEV_READONLY 0x1u
+/* Start the host's writeback of every write at once (sync_file_range
+ * SYNC_FILE_RANGE_WRITE): written data does not pile up dirty in the host
+ * page cache, so a flush (fdatasync) has only the last writes to wait
+ * for, not everything a heavy writer left there; a writer faster than the
+ * disk is held back at its own writes.  Durability still needs a flush. */
+#define BLOCKDEV_WRITE_BEHIND 0x2u
 
 /* Opens an image file or block device.  Returns 0 or a negative errno. */
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out);

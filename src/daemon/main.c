@@ -136,7 +136,8 @@ static void on_fatal(void *ctx, int err)
 
 static int open_image(const struct daemon_options *o, struct blockdev **out)
 {
-	int err = blockdev_file_open(o->image, o->fs.readonly ? BLOCKDEV_READONLY : 0, out);
+	int err = blockdev_file_open(o->image,
+				     o->fs.readonly ? BLOCKDEV_READONLY : BLOCKDEV_WRITE_BEHIND, out);
 	if (err) {
 		logmsg(LOG_ERR, "cannot open: %s", strerror(-err));
 		return err;
