@@ -25,7 +25,10 @@
  *     makes them durable before its commit record can count.  Overwrites of
  *     blocks already allocated are not ordered (as in jbd2).
  *  J2 Log before commit record.  Descriptor, block copies and revoke blocks
- *     are written, then F1 (flush), then the commit record.
+ *     are written before the commit record, whose CRC is chained over them
+ *     all, so a record without them does not validate.  F1 (a flush before
+ *     the record) is issued when J1 needs it: the transaction makes data
+ *     written before it reachable in data=ordered (journal_ordered_data).
  *  J3 Committed means durable.  After the commit record is written, F2; only
  *     then is the transaction committed: waiters are released, its copies
  *     become checkpointable and the blocks it freed become allocatable.
