@@ -33,9 +33,10 @@ EOF
 }
 
 fio_append_job() { # fio_append_job NAME FILE RUNTIME: 4 KiB append + fsync, in a loop
+	# (FILE empty: no filename, so each job of the section gets its own file)
+	echo "[$1]"
+	[ -z "$2" ] || echo "filename=$2"
 	cat <<EOF
-[$1]
-filename=$2
 rw=write
 bs=4k
 file_append=1
@@ -214,19 +215,9 @@ w_B8() { # 1, 2, 4, 8 threads, each appending + fsyncing its own file
 		echo "group_reporting=1"
 		for n in 1 2 4 8; do
 			# no filename: each of the n jobs gets a file of its own
-			cat <<EOF
-
-[t$n]
-stonewall
-numjobs=$n
-rw=write
-bs=4k
-file_append=1
-fsync=1
-size=512m
-time_based=1
-runtime=$B8_RUNTIME
-EOF
+			echo
+			fio_append_job "t$n" "" "$B8_RUNTIME"
+			printf 'stonewall\nnumjobs=%s\n' "$n"
 		done
 	} >"$raw/B8.fio"
 	run_fio "$raw/B8.fio" "$raw/B8.json"
