@@ -376,16 +376,19 @@ static int reissue_stale(struct guard *g)
 	return err;
 }
 
-static int guard_flush(struct blockdev *bd)
+/* Flushes unless every write up to `need` is known durable already
+ * (need == UINT64_MAX: unless nothing at all was written since the last
+ * good flush).  The test runs after flush_lock is taken, so a caller that
+ * waited behind another flush skips when that flush covered it. */
+static int flush_upto(struct guard *g, uint64_t need)
 {
-	struct guard *g = to_guard(bd);
-
 	pthread_mutex_lock(&g->flush_lock);
 	pthread_mutex_lock(&g->lock);
 	uint64_t before = covered_seq(g); /* writes a good flush covers */
 	/* Nothing written since the last good flush: nothing to make durable. */
-	bool skip = g->cannot_flush ||
-		    (before == g->write_seq && before == g->flushed_seq && !g->unflushed_failure);
+	bool nothing_new = before == g->write_seq && before == g->flushed_seq;
+	bool covered = need != UINT64_MAX && g->flushed_seq >= need;
+	bool skip = g->cannot_flush || ((nothing_new || covered) && !g->unflushed_failure);
 	if (skip)
 		g->stats.flushes_skipped++;
 	else
@@ -437,6 +440,25 @@ static int guard_flush(struct blockdev *bd)
 	if (err)
 		notify_error(g, err);
 	return err;
+}
+
+static int guard_flush(struct blockdev *bd)
+{
+	return flush_upto(to_guard(bd), UINT64_MAX);
+}
+
+int flush_guard_flush_upto(struct blockdev *bd, uint64_t seq)
+{
+	return flush_upto(to_guard(bd), seq);
+}
+
+uint64_t flush_guard_write_seq(struct blockdev *bd)
+{
+	struct guard *g = to_guard(bd);
+	pthread_mutex_lock(&g->lock);
+	uint64_t seq = g->write_seq;
+	pthread_mutex_unlock(&g->lock);
+	return seq;
 }
 
 static void guard_destroy(struct blockdev *bd)

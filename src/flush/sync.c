@@ -29,6 +29,7 @@
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
 #include "../atime/atime.h"
+#include "guard.h"
 
 static bool is_regular(const struct inode *inode)
 {
@@ -59,6 +60,8 @@ static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync)
 	else
 		err = atime_write_pending(fs, inode);
 	uint64_t tid = datasync ? inode->datasync_tid : inode->sync_tid;
+	/* Every write of this file's data has completed by now. */
+	uint64_t written = flush_guard_write_seq(fs->bd);
 	pthread_rwlock_unlock(&inode->lock);
 
 	if (!err) {
@@ -68,10 +71,11 @@ static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync)
 			err = journal_commit_wait(fs->journal, tid);
 		/* Then a flush for data written in place: the commit's own
 		 * flushes may have been issued before that data was written
-		 * (it was already committing).  The flush guard skips it when
-		 * nothing was written since the last good flush. */
+		 * (it was already committing).  Skipped when a flush that
+		 * began after those writes has completed (usually the
+		 * commit's own F2, or a concurrent fsync's flush). */
 		if (!err && fs->opts.barrier)
-			err = blockdev_flush(fs->bd);
+			err = flush_guard_flush_upto(fs->bd, written);
 	}
 	if (err == -EROFS)
 		err = -EIO; /* aborted with changes not yet durable */
@@ -88,13 +92,14 @@ int ordfs_sync(struct ordfs *fs)
 	int aerr = atime_write_lazy(fs, true);
 	if (!err)
 		err = aerr;
+	uint64_t written = flush_guard_write_seq(fs->bd);
 	int cerr = journal_force_commit(fs->journal);
 	if (!err)
 		err = cerr;
 	/* As in fsync: data written in place may postdate the commit's
-	 * flushes; the guard skips this one when nothing is new. */
+	 * flushes; skipped when a later flush covered it. */
 	if (!err && fs->opts.barrier)
-		err = blockdev_flush(fs->bd);
+		err = flush_guard_flush_upto(fs->bd, written);
 	return err;
 }
 
