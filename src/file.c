@@ -25,9 +25,20 @@
  *  - data=journal: no data is written in place.  Writeback copies each
  *    page into the block's cache buffer under the handle that maps it (or,
  *    for mapped blocks, a handle of its own), so the data is logged and
- *    committed with its metadata and reaches home only at checkpoint;
- *    reads of mapped blocks look in the cache first.  A run is cut to what
- *    one handle may log.
+ *    committed with its metadata and reaches home only at checkpoint.  A
+ *    run is cut to what one handle may log.
+ *  - data=ordered logs data too, where that is cheaper: when an fsync
+ *    waits for at most LOG_SMALL_BYTES of new (delayed) data, that data
+ *    goes into the log with the handle that maps it instead of in place,
+ *    so the commit makes nothing outside the log reachable and needs no
+ *    flush before its commit record (F1): one flush per fsync, not two.
+ *  - Coherence of logged data, in every mode: a data block that has a
+ *    cached buffer is written through the log, never in place (a pinned
+ *    older copy would otherwise be checkpointed over the newer bytes, and
+ *    the cache would serve stale ones), and reads of mapped blocks look in
+ *    the cache first (the newest contents may not be home yet).  A block
+ *    with no cached buffer has no copy in the live log (journal_forget
+ *    relies on the same fact), so in place is safe for it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +57,11 @@
 
 #define PAGE_SLOTS 256u
 #define DEFAULT_DIRTY_LIMIT_PAGES 16384u /* 64 MiB of 4 KiB pages */
+/* New data an fsync waits for, up to this much, is logged in data=ordered
+ * (see the header).  Logging costs a second write of the data at
+ * checkpoint; the flush it saves costs more than writing 64 KiB here
+ * (bench B1/B8). */
+#define LOG_SMALL_BYTES (64u << 10)
 
 struct page {
 	uint64_t lblk;
@@ -137,14 +153,12 @@ static int read_block(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint
 		return 0;
 	}
 	uint64_t phys = ext.physical + (lblk - ext.logical);
-	if (fs->opts.data_mode == JOURNAL_DATA_JOURNAL) {
-		/* The newest contents may be logged and not yet home. */
-		struct buf *b = bcache_peek(fs->cache, phys);
-		if (b) {
-			memcpy(buf, b->data, fs->block_size);
-			bcache_put(fs->cache, b);
-			return 0;
-		}
+	/* The newest contents may be logged and not yet home. */
+	struct buf *b = bcache_peek(fs->cache, phys);
+	if (b) {
+		memcpy(buf, b->data, fs->block_size);
+		bcache_put(fs->cache, b);
+		return 0;
 	}
 	return blockdev_read(fs->bd, buf, fs->block_size, phys * fs->block_size);
 }
@@ -262,8 +276,17 @@ static bool data_logged(const struct ordfs *fs)
 	return fs->opts.data_mode == JOURNAL_DATA_JOURNAL;
 }
 
-/* data=journal: the longest run one handle may log beside `overhead`
- * other credits. */
+/* Number of blocks from phys on, at most n, whose cached state (see the
+ * header: cached blocks are written through the log) is `cached`. */
+static uint32_t cached_run(struct ordfs *fs, uint64_t phys, uint32_t n, bool cached)
+{
+	uint32_t k = 0;
+	while (k < n && bcache_contains(fs->cache, phys + k) == cached)
+		k++;
+	return k;
+}
+
+/* The longest run one handle may log beside `overhead` other credits. */
 static uint32_t loggable(struct ordfs *fs, uint32_t n, uint32_t overhead)
 {
 	uint32_t max = journal_max_credits(fs->journal);
@@ -272,29 +295,44 @@ static uint32_t loggable(struct ordfs *fs, uint32_t n, uint32_t overhead)
 }
 
 /* Allocates, writes [J1] and maps a run of delayed pages (consecutive
- * logical blocks, all reserved).  Returns the number of pages done. */
+ * logical blocks, all reserved); with `log`, the data goes into the log
+ * with the mapping instead of in place.  Returns the number of pages done. */
 static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct page **v,
-				 uint32_t n, uint64_t goal)
+				 uint32_t n, uint64_t goal, bool log)
 {
 	uint64_t start;
 	uint32_t got;
 	uint32_t meta = extent_credits(fs, inode, 1) + 1;
-	if (data_logged(fs))
+	if (log)
 		n = loggable(fs, n, meta + alloc_credits(fs->alloc, n));
 	int err = alloc_claim_blocks(fs->alloc, goal, n, ALLOC_FROM_RESERVATION, &start, &got);
 	if (err)
 		return err;
-	if (!data_logged(fs))
+	if (!log) {
+		/* A reused block whose old contents are still cached is
+		 * written through the log (header: coherence). */
+		uint32_t keep = cached_run(fs, start, got, false);
+		if (keep == 0) {
+			log = true;
+			keep = loggable(fs, got, meta + alloc_credits(fs->alloc, got));
+		}
+		if (keep < got) {
+			alloc_unclaim_blocks(fs->alloc, start + keep, got - keep,
+					     ALLOC_FROM_RESERVATION);
+			got = keep;
+		}
+	}
+	if (!log)
 		err = write_run(fs, v, got, start);
 	if (err)
 		goto unclaim;
 
 	struct handle *h;
-	err = journal_start(fs->journal, meta + alloc_credits(fs->alloc, got) +
-					 (data_logged(fs) ? got : 0), &h);
+	err = journal_start(fs->journal, meta + alloc_credits(fs->alloc, got) + (log ? got : 0),
+			    &h);
 	if (err)
 		goto unclaim;
-	if (fs->opts.data_mode == JOURNAL_DATA_ORDERED)
+	if (!log && fs->opts.data_mode == JOURNAL_DATA_ORDERED)
 		journal_ordered_data(h); /* the data written above becomes reachable */
 	bool undo = false; /* nothing recorded: the claim can go back */
 	err = alloc_mark_blocks(fs->alloc, h, start, got);
@@ -305,7 +343,7 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 		err = extent_insert(fs, h, inode, &e); /* changes nothing if it fails */
 		undo = err && alloc_unmark_blocks(fs->alloc, h, start, got) == 0;
 	}
-	if (!err && data_logged(fs))
+	if (!err && log)
 		err = log_run(fs, h, v, got, start); /* fails only if the journal aborted */
 	if (!err) {
 		uint64_t end = (v[0]->lblk + got) * fs->block_size;
@@ -362,24 +400,31 @@ int file_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk, 
 	}
 }
 
-/* Writes a run of pages over mapped blocks in place.  Over an unwritten
- * extent the data goes first, then a handle marks the blocks written
- * (and moves d.size past them): the conversion is what makes the data
- * visible, so like an allocation it must not commit before the data is
- * written [J1].  Returns pages done. */
+/* Writes a run of pages over mapped blocks, in place or (data=journal, or
+ * blocks with cached buffers) through the log.  Over an unwritten extent
+ * the data goes first, then a handle marks the blocks written (and moves
+ * d.size past them): the conversion is what makes the data visible, so
+ * like an allocation it must not commit before the data is written [J1].
+ * Returns pages done. */
 static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct page **v,
 				uint32_t n, const struct ordfs_extent *ext)
 {
 	uint64_t off_in_ext = v[0]->lblk - ext->logical;
 	uint64_t room = ext->len - off_in_ext;
 	uint32_t len = n < room ? n : (uint32_t)room;
+	uint64_t phys = ext->physical + off_in_ext;
+	bool log = data_logged(fs);
+	if (!log) {
+		log = bcache_contains(fs->cache, phys);
+		len = cached_run(fs, phys, len, log);
+	}
 	int err;
-	if (data_logged(fs)) {
+	if (log) {
 		len = loggable(fs, len, 0);
 		struct handle *h;
 		err = journal_start(fs->journal, len, &h);
 		if (!err) {
-			err = log_run(fs, h, v, len, ext->physical + off_in_ext);
+			err = log_run(fs, h, v, len, phys);
 			/* fsync and fdatasync must wait for this transaction. */
 			uint64_t tid = journal_handle_tid(h);
 			if (tid > inode->sync_tid)
@@ -391,7 +436,7 @@ static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct pa
 				err = serr;
 		}
 	} else {
-		err = write_run(fs, v, len, ext->physical + off_in_ext);
+		err = write_run(fs, v, len, phys);
 	}
 	if (!err && (ext->flags & ORDFS_EXT_UNWRITTEN)) {
 		uint64_t end = (v[0]->lblk + len) * fs->block_size;
@@ -428,7 +473,7 @@ static int update_disk_size(struct ordfs *fs, struct inode *inode)
 }
 
 /* Writes back every page; see file_writeback_locked. */
-static int writeback_pages(struct ordfs *fs, struct inode *inode)
+static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited)
 {
 	struct page **v;
 	uint64_t n;
@@ -436,13 +481,22 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode)
 	if (err)
 		return err;
 
+	/* Little new data that someone waits for: log it (header). */
+	bool log_new = data_logged(fs);
+	if (waited && fs->opts.data_mode == JOURNAL_DATA_ORDERED) {
+		uint64_t delayed = 0;
+		for (uint64_t k = 0; k < n; k++)
+			delayed += v[k]->reserved;
+		log_new = delayed * fs->block_size <= LOG_SMALL_BYTES;
+	}
+
 	uint64_t goal = 0;
 	uint64_t i = 0;
 	while (i < n && !err) {
 		uint32_t len = run_length(v + i, n - i);
 		int64_t done;
 		if (v[i]->reserved) {
-			done = writeback_delayed(fs, inode, v + i, len, goal);
+			done = writeback_delayed(fs, inode, v + i, len, goal, log_new);
 		} else {
 			struct ordfs_extent ext;
 			int found = extent_lookup(fs, inode, v[i]->lblk, &ext);
@@ -467,9 +521,9 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode)
 	return err;
 }
 
-int file_writeback_locked(struct ordfs *fs, struct inode *inode)
+int file_writeback_locked(struct ordfs *fs, struct inode *inode, bool waited)
 {
-	int err = writeback_pages(fs, inode);
+	int err = writeback_pages(fs, inode, waited);
 	/* Pages that failed stay dirty (written again next time); every open
 	 * file description of the file hears about it once. */
 	if (err && err != -EROFS && err != -ENOMEM)
@@ -485,7 +539,7 @@ static int writeback_one(struct ordfs *fs, struct inode *inode, void *ctx)
 	pthread_rwlock_wrlock(&inode->lock);
 	int err = 0;
 	if (file_has_dirty(inode) || inode->d.size != inode->size || inode->times_dirty)
-		err = file_writeback_locked(fs, inode);
+		err = file_writeback_locked(fs, inode, false);
 	pthread_rwlock_unlock(&inode->lock);
 	return err;
 }
@@ -578,7 +632,7 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 	}
 	uint64_t limit = file_dirty_limit_pages(fs);
 	if (__atomic_load_n(&fs->dirty_pages, __ATOMIC_RELAXED) > limit) {
-		int werr = file_writeback_locked(fs, inode);
+		int werr = file_writeback_locked(fs, inode, false);
 		if (werr && done == 0)
 			err = werr;
 	}

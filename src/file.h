@@ -33,8 +33,9 @@ uint64_t file_delayed_blocks(const struct inode *inode);
 /* Frees the page cache of an inode being dropped from memory. */
 void file_pages_destroy(struct inode *inode);
 /* Writes back every dirty page of the inode.  Caller holds inode->lock
- * exclusively and no handle. */
-int file_writeback_locked(struct ordfs *fs, struct inode *inode);
+ * exclusively and no handle.  `waited`: a caller waits for the commit
+ * (fsync), so in data=ordered a little new data is logged (file.c). */
+int file_writeback_locked(struct ordfs *fs, struct inode *inode, bool waited);
 /* Writes back every dirty inode in the cache (sync, unmount). */
 int file_writeback_all(struct ordfs *fs);
 

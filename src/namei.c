@@ -961,7 +961,7 @@ int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
 		 * old one" without fsync must never leave an empty file.  The
 		 * new file's data is written (and its allocation recorded) before
 		 * the rename's handle, so the rename commits after it [J1]. */
-		err = file_writeback_locked(fs, rc.src);
+		err = file_writeback_locked(fs, rc.src, false);
 		if (err) {
 			unlock_pair(rc.src, rc.dst);
 			goto out;

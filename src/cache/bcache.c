@@ -253,6 +253,16 @@ struct buf *bcache_peek(struct bcache *c, uint64_t blockno)
 	return found;
 }
 
+bool bcache_contains(struct bcache *c, uint64_t blockno)
+{
+	bool found = false;
+	pthread_mutex_lock(&c->lock);
+	for (struct buf *b = *hash_slot(c, blockno); b && !found; b = b->hash_next)
+		found = b->blockno == blockno && b->uptodate;
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
 void bcache_hold(struct bcache *c, struct buf *b)
 {
 	pthread_mutex_lock(&c->lock);

@@ -80,6 +80,8 @@ int bcache_get_new(struct bcache *c, uint64_t blockno, struct buf **out);
 /* Returns the cached buffer for blockno with a reference, or NULL if it is
  * not cached (never reads). */
 struct buf *bcache_peek(struct bcache *c, uint64_t blockno);
+/* True if blockno has an up-to-date buffer (no reference taken). */
+bool bcache_contains(struct bcache *c, uint64_t blockno);
 /* Takes another reference on a buffer already held. */
 void bcache_hold(struct bcache *c, struct buf *b);
 void bcache_put(struct bcache *c, struct buf *b);

@@ -475,15 +475,14 @@ static void keys_fix(struct path *p, unsigned level, uint64_t key)
 	}
 }
 
-/* Frees mapped blocks [E7].  Blocks whose contents went through the log
- * (directories, symlinks; file data with data=journal) are freed as
- * metadata: forgotten by the journal and revoked [J6]. */
-static int free_mapped(struct ordfs *fs, struct handle *h, const struct inode *inode,
-		       uint64_t start, uint32_t len)
+/* Frees mapped blocks [E7].  Every freed block is forgotten by the
+ * journal and revoked if the live log holds a copy [J6]: directories and
+ * symlinks go through the log, and so may file data (data=journal, and
+ * small fsync'd runs in data=ordered, file.c).  A block never logged has
+ * no cached buffer, so forgetting it costs one cache lookup. */
+static int free_mapped(struct ordfs *fs, struct handle *h, uint64_t start, uint32_t len)
 {
-	bool logged = !S_ISREG(inode->d.mode) || fs->opts.data_mode == JOURNAL_DATA_JOURNAL;
-	unsigned flags = logged ? ALLOC_METADATA : 0;
-	return alloc_free_blocks(fs->alloc, h, start, len, flags);
+	return alloc_free_blocks(fs->alloc, h, start, len, ALLOC_METADATA);
 }
 
 static void blocks_sub(struct inode *inode, uint64_t n)
@@ -855,7 +854,7 @@ static int cut_whole(struct ordfs *fs, struct handle *h, struct inode *inode, st
 	if (!err && first_moves)
 		err = keys_access(h, p, u);
 	if (!err)
-		err = free_mapped(fs, h, inode, cut_physical(c), cut_len(c));
+		err = free_mapped(fs, h, cut_physical(c), cut_len(c));
 	for (unsigned l = depth; l > u && !err; l--)
 		err = alloc_free_blocks(fs->alloc, h, p->lv[l].blockno, 1, ALLOC_METADATA);
 	if (err)
@@ -884,7 +883,7 @@ static int cut_edge(struct ordfs *fs, struct handle *h, struct inode *inode, str
 	if (!err && first_moves)
 		err = keys_access(h, p, depth);
 	if (!err)
-		err = free_mapped(fs, h, inode, cut_physical(c), cut_len(c));
+		err = free_mapped(fs, h, cut_physical(c), cut_len(c));
 	if (err)
 		return err;
 
@@ -911,7 +910,7 @@ static int cut_middle(struct ordfs *fs, struct handle *h, struct inode *inode, s
 	int err = split_prepare(fs, h, p, &plan);
 	if (err)
 		return err;
-	err = free_mapped(fs, h, inode, cut_physical(c), cut_len(c));
+	err = free_mapped(fs, h, cut_physical(c), cut_len(c));
 	if (err) {
 		plan_cancel(fs, h, &plan);
 		return err;

@@ -56,7 +56,7 @@ static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync)
 	if (is_regular(inode) && file_has_dirty(inode) && journal_aborted(fs->journal))
 		err = -EIO; /* those pages can never be written now */
 	else if (is_regular(inode))
-		err = file_writeback_locked(fs, inode); /* takes a lazy atime along */
+		err = file_writeback_locked(fs, inode, true); /* takes a lazy atime along */
 	else
 		err = atime_write_pending(fs, inode);
 	uint64_t tid = datasync ? inode->datasync_tid : inode->sync_tid;
