@@ -19,9 +19,12 @@
  *    allocation [J1].  A page over an unwritten block starts from zeros.
  *  - inode->size is the size users see; d.size (on disk) becomes
  *    inode->size once the data below it is written back.
- *  - Dirty pages are bounded fs-wide (fs->dirty_limit_pages): a writer
- *    past the bound writes back its own file before returning, so the
- *    heavy writer is throttled, not the fsync caller.
+ *  - Dirty pages are bounded fs-wide (file_dirty_limit_pages: the
+ *    dirty_limit option, or about a second of the image's measured write
+ *    bandwidth): a writer past the bound writes back its own file before
+ *    returning, so the heavy writer is throttled, not the fsync caller.
+ *    Background writeback (that writer, the periodic thread) goes in
+ *    chunks and lets waited-on syncs go first (flush/gate.h).
  *  - data=journal: no data is written in place.  Writeback copies each
  *    page into the block's cache buffer under the handle that maps it (or,
  *    for mapped blocks, a handle of its own), so the data is logged and
@@ -55,13 +58,22 @@
 #include "extent/extent.h"
 #include "journal/journal.h"
 
-#define PAGE_SLOTS 256u
+#define PAGE_SLOTS_MIN 256u /* hash buckets of a file's page cache, at first */
 #define DEFAULT_DIRTY_LIMIT_PAGES 16384u /* 64 MiB of 4 KiB pages */
 /* New data an fsync waits for, up to this much, is logged in data=ordered
  * (see the header).  Logging costs a second write of the data at
  * checkpoint; the flush it saves costs more than writing 64 KiB here
  * (bench B1/B8). */
 #define LOG_SMALL_BYTES (64u << 10)
+/* Background writeback goes to the disk in chunks of this size, letting
+ * waited-on syncs go first before each (flush/gate.h), but never waiting
+ * longer than WB_YIELD_MAX_US per chunk.  bench B2: see DESIGN.md. */
+#define WB_CHUNK_BYTES (128u << 10)
+#define WB_YIELD_MAX_US 2000u
+#define WB_BUFFER_BYTES (1u << 20) /* a sync's own writeback, per device write */
+/* The self-tuned dirty limit: about a second of the image's measured
+ * write bandwidth, at least the default and at most this. */
+#define DIRTY_LIMIT_MAX_BYTES (1ull << 30)
 
 struct page {
 	uint64_t lblk;
@@ -70,8 +82,13 @@ struct page {
 	uint8_t data[];
 };
 
+/* A hash of a file's pages by logical block; the buckets double whenever
+ * the pages outnumber them, so a lookup stays O(1) however much a writer
+ * has dirty (with 256 fixed buckets, 1 GiB of dirty data made page_get
+ * 77% of the daemon's CPU in bench B4). */
 struct page_cache {
-	struct page *slots[PAGE_SLOTS];
+	struct page **slots;
+	uint32_t bits;   /* 1 << bits buckets */
 	uint64_t count;
 };
 
@@ -79,7 +96,17 @@ struct page_cache {
 
 uint64_t file_dirty_limit_pages(const struct ordfs *fs)
 {
-	return fs->dirty_limit_pages ? fs->dirty_limit_pages : DEFAULT_DIRTY_LIMIT_PAGES;
+	if (fs->dirty_limit_pages)
+		return fs->dirty_limit_pages; /* set by the user */
+	/* About one second of measured write bandwidth. */
+	uint64_t bps = __atomic_load_n(&fs->write_bandwidth, __ATOMIC_RELAXED);
+	uint64_t max = DIRTY_LIMIT_MAX_BYTES / fs->block_size;
+	if (fs->dirty_limit_cap_pages && fs->dirty_limit_cap_pages < max)
+		max = fs->dirty_limit_cap_pages;
+	uint64_t pages = bps / fs->block_size;
+	if (pages < DEFAULT_DIRTY_LIMIT_PAGES)
+		pages = DEFAULT_DIRTY_LIMIT_PAGES;
+	return pages < max ? pages : max;
 }
 
 bool file_has_dirty(const struct inode *inode)
@@ -87,18 +114,67 @@ bool file_has_dirty(const struct inode *inode)
 	return inode->pages && inode->pages->count > 0;
 }
 
+static uint64_t page_buckets(const struct page_cache *pc)
+{
+	return pc ? 1ull << pc->bits : 0;
+}
+
 uint64_t file_delayed_blocks(const struct inode *inode)
 {
 	uint64_t n = 0;
-	for (uint32_t i = 0; inode->pages && i < PAGE_SLOTS; i++)
+	for (uint64_t i = 0; i < page_buckets(inode->pages); i++)
 		for (const struct page *p = inode->pages->slots[i]; p; p = p->next)
 			n += p->reserved;
 	return n;
 }
 
+static uint64_t page_hash(uint64_t lblk, uint32_t bits)
+{
+	return (lblk * 0x9e3779b97f4a7c15ull) >> (64 - bits);
+}
+
 static struct page **page_slot(struct page_cache *pc, uint64_t lblk)
 {
-	return &pc->slots[(lblk * 0x9e3779b97f4a7c15ull) >> 56];
+	return &pc->slots[page_hash(lblk, pc->bits)];
+}
+
+static struct page_cache *page_cache_new(void)
+{
+	struct page_cache *pc = calloc(1, sizeof(*pc));
+	if (pc)
+		pc->slots = calloc(PAGE_SLOTS_MIN, sizeof(*pc->slots));
+	if (pc && !pc->slots) {
+		free(pc);
+		return NULL;
+	}
+	if (pc)
+		pc->bits = __builtin_ctz(PAGE_SLOTS_MIN);
+	return pc;
+}
+
+/* Doubles the buckets once the pages outnumber them.  Failing to grow
+ * only costs speed. */
+static void page_cache_grow(struct page_cache *pc)
+{
+	if (pc->count < page_buckets(pc) || pc->bits >= 30)
+		return;
+	uint32_t bits = pc->bits + 1;
+	struct page **slots = calloc(1ull << bits, sizeof(*slots));
+	if (!slots)
+		return;
+	for (uint64_t i = 0; i < page_buckets(pc); i++) {
+		struct page *p = pc->slots[i];
+		while (p) {
+			struct page *next = p->next;
+			struct page **to = &slots[page_hash(p->lblk, bits)];
+			p->next = *to;
+			*to = p;
+			p = next;
+		}
+	}
+	free(pc->slots);
+	pc->slots = slots;
+	pc->bits = bits;
 }
 
 static struct page *page_find(struct inode *inode, uint64_t lblk)
@@ -128,7 +204,7 @@ void file_pages_destroy(struct inode *inode)
 {
 	if (!inode->pages)
 		return;
-	for (uint32_t i = 0; i < PAGE_SLOTS; i++) {
+	for (uint64_t i = 0; i < page_buckets(inode->pages); i++) {
 		struct page *p = inode->pages->slots[i];
 		while (p) {
 			struct page *next = p->next;
@@ -136,6 +212,7 @@ void file_pages_destroy(struct inode *inode)
 			p = next;
 		}
 	}
+	free(inode->pages->slots);
 	free(inode->pages);
 	inode->pages = NULL;
 }
@@ -174,7 +251,7 @@ static int page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool w
 		return 0;
 	}
 	if (!inode->pages) {
-		inode->pages = calloc(1, sizeof(*inode->pages));
+		inode->pages = page_cache_new();
 		if (!inode->pages)
 			return -ENOMEM;
 	}
@@ -202,6 +279,7 @@ static int page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool w
 		uint64_t keep = inode->size > block_start ? inode->size - block_start : 0;
 		memset(page->data + keep, 0, fs->block_size - keep);
 	}
+	page_cache_grow(inode->pages);
 	struct page **slot = page_slot(inode->pages, lblk);
 	page->next = *slot;
 	*slot = page;
@@ -227,7 +305,7 @@ static int collect_pages(struct inode *inode, struct page ***out, uint64_t *n)
 	if (!v)
 		return -ENOMEM;
 	uint64_t k = 0;
-	for (uint32_t i = 0; inode->pages && i < PAGE_SLOTS; i++)
+	for (uint64_t i = 0; i < page_buckets(inode->pages); i++)
 		for (struct page *p = inode->pages->slots[i]; p; p = p->next)
 			v[k++] = p;
 	qsort(v, k, sizeof(*v), cmp_page_lblk);
@@ -236,17 +314,49 @@ static int collect_pages(struct inode *inode, struct page ***out, uint64_t *n)
 	return 0;
 }
 
+/* Feeds one timed bulk write into the bandwidth estimate (an average
+ * over the last few MiB, in bytes per second) that sizes the dirty limit. */
+static void note_bandwidth(struct ordfs *fs, size_t bytes, uint64_t ns)
+{
+	if (ns == 0)
+		return;
+	uint64_t bps = (uint64_t)((double)bytes * 1e9 / (double)ns);
+	uint64_t old = __atomic_load_n(&fs->write_bandwidth, __ATOMIC_RELAXED);
+	uint64_t avg = old ? old - old / 16 + bps / 16 : bps;
+	__atomic_store_n(&fs->write_bandwidth, avg, __ATOMIC_RELAXED);
+}
+
 /* Writes pages v[0..n) (consecutive logical blocks) to physical blocks
- * starting at phys, in one device write. */
-static int write_run(struct ordfs *fs, struct page **v, uint32_t n, uint64_t phys)
+ * starting at phys, through one aligned buffer of at most WB_BUFFER_BYTES
+ * (reused, so a large run does not fault in fresh memory; aligned, so a
+ * bulk write can go to the disk directly, BLOCKDEV_DIRECT_BULK).
+ * Background writeback (`paced`) goes in chunks of WB_CHUNK_BYTES and lets
+ * waited-on syncs go first before each (flush/gate.h); a sync's own
+ * writeback goes in chunks as large as the buffer. */
+static int write_run(struct ordfs *fs, struct page **v, uint32_t n, uint64_t phys, bool paced)
 {
 	uint32_t bs = fs->block_size;
-	uint8_t *buf = malloc((size_t)n * bs);
-	if (!buf)
+	uint32_t per_chunk = (paced ? WB_CHUNK_BYTES : WB_BUFFER_BYTES) / bs;
+	if (per_chunk == 0)
+		per_chunk = 1;
+	if (per_chunk > n)
+		per_chunk = n;
+	uint8_t *buf;
+	if (posix_memalign((void **)&buf, BLOCKDEV_DIRECT_ALIGN, (size_t)per_chunk * bs) != 0)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		memcpy(buf + (size_t)i * bs, v[i]->data, bs);
-	int err = blockdev_write(fs->bd, buf, (size_t)n * bs, phys * bs);
+	int err = 0;
+	for (uint32_t at = 0; at < n && !err; at += per_chunk) {
+		uint32_t k = n - at < per_chunk ? n - at : per_chunk;
+		for (uint32_t i = 0; i < k; i++)
+			memcpy(buf + (size_t)i * bs, v[at + i]->data, bs);
+		if (paced)
+			sync_gate_yield(&fs->sync_gate, WB_YIELD_MAX_US);
+		size_t len = (size_t)k * bs;
+		uint64_t t0 = latency_now_ns();
+		err = blockdev_write(fs->bd, buf, len, (phys + at) * bs);
+		if (!err && len >= BLOCKDEV_DIRECT_MIN)
+			note_bandwidth(fs, len, latency_now_ns() - t0);
+	}
 	free(buf);
 	return err;
 }
@@ -298,7 +408,7 @@ static uint32_t loggable(struct ordfs *fs, uint32_t n, uint32_t overhead)
  * logical blocks, all reserved); with `log`, the data goes into the log
  * with the mapping instead of in place.  Returns the number of pages done. */
 static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct page **v,
-				 uint32_t n, uint64_t goal, bool log)
+				 uint32_t n, uint64_t goal, bool log, bool paced)
 {
 	uint64_t start;
 	uint32_t got;
@@ -323,7 +433,7 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 		}
 	}
 	if (!log)
-		err = write_run(fs, v, got, start);
+		err = write_run(fs, v, got, start, paced);
 	if (err)
 		goto unclaim;
 
@@ -407,7 +517,7 @@ int file_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk, 
  * like an allocation it must not commit before the data is written [J1].
  * Returns pages done. */
 static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct page **v,
-				uint32_t n, const struct ordfs_extent *ext)
+				uint32_t n, const struct ordfs_extent *ext, bool paced)
 {
 	uint64_t off_in_ext = v[0]->lblk - ext->logical;
 	uint64_t room = ext->len - off_in_ext;
@@ -436,7 +546,7 @@ static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct pa
 				err = serr;
 		}
 	} else {
-		err = write_run(fs, v, len, phys);
+		err = write_run(fs, v, len, phys, paced);
 	}
 	if (!err && (ext->flags & ORDFS_EXT_UNWRITTEN)) {
 		uint64_t end = (v[0]->lblk + len) * fs->block_size;
@@ -496,12 +606,12 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited)
 		uint32_t len = run_length(v + i, n - i);
 		int64_t done;
 		if (v[i]->reserved) {
-			done = writeback_delayed(fs, inode, v + i, len, goal, log_new);
+			done = writeback_delayed(fs, inode, v + i, len, goal, log_new, !waited);
 		} else {
 			struct ordfs_extent ext;
 			int found = extent_lookup(fs, inode, v[i]->lblk, &ext);
 			if (found == 1)
-				done = writeback_mapped(fs, inode, v + i, len, &ext);
+				done = writeback_mapped(fs, inode, v + i, len, &ext, !waited);
 			else
 				done = found < 0 ? found : -EUCLEAN;
 			if (found == 1)
@@ -533,20 +643,20 @@ int file_writeback_locked(struct ordfs *fs, struct inode *inode, bool waited)
 
 static int writeback_one(struct ordfs *fs, struct inode *inode, void *ctx)
 {
-	(void)ctx;
+	bool waited = *(const bool *)ctx;
 	if ((inode->d.mode & 0170000) != 0100000 || inode->d.links == 0)
 		return 0; /* an unlinked file's data dies with it */
 	pthread_rwlock_wrlock(&inode->lock);
 	int err = 0;
 	if (file_has_dirty(inode) || inode->d.size != inode->size || inode->times_dirty)
-		err = file_writeback_locked(fs, inode, false);
+		err = file_writeback_locked(fs, inode, waited);
 	pthread_rwlock_unlock(&inode->lock);
 	return err;
 }
 
-int file_writeback_all(struct ordfs *fs)
+int file_writeback_all(struct ordfs *fs, bool waited)
 {
-	return inode_cache_for_each(fs, writeback_one, NULL);
+	return inode_cache_for_each(fs, writeback_one, &waited);
 }
 
 /* ---- read / write ------------------------------------------------------- */

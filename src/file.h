@@ -36,8 +36,9 @@ void file_pages_destroy(struct inode *inode);
  * exclusively and no handle.  `waited`: a caller waits for the commit
  * (fsync), so in data=ordered a little new data is logged (file.c). */
 int file_writeback_locked(struct ordfs *fs, struct inode *inode, bool waited);
-/* Writes back every dirty inode in the cache (sync, unmount). */
-int file_writeback_all(struct ordfs *fs);
+/* Writes back every dirty inode in the cache (sync, unmount, the periodic
+ * thread); `waited` as for file_writeback_locked. */
+int file_writeback_all(struct ordfs *fs, bool waited);
 
 /* Space management (fallocate.c).  inode->lock held exclusively, no handle,
  * unless said otherwise. */

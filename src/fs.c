@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs.h"
 #include "ops.h"
@@ -39,6 +40,7 @@ void ordfs_options_default(struct ordfs_options *opts)
 	opts->commit_interval_ms = 5000;
 	opts->barrier = true;
 	opts->flush_error = FLUSH_ERROR_REPORT;
+	opts->journal_ioprio = JOURNAL_IOPRIO_DEFAULT;
 }
 
 int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h)
@@ -173,7 +175,7 @@ static void *writeback_main(void *arg)
 		if (fs->writeback_stop)
 			break;
 		pthread_mutex_unlock(&fs->writeback_lock);
-		(void)file_writeback_all(fs); /* errors stay with the pages */
+		(void)file_writeback_all(fs, false); /* errors stay with the pages */
 		(void)atime_write_lazy(fs, false); /* lazytime: 24 hours old */
 		pthread_mutex_lock(&fs->writeback_lock);
 	}
@@ -205,6 +207,7 @@ static void fs_free(struct ordfs *fs)
 	pthread_mutex_destroy(&fs->rename_lock);
 	pthread_mutex_destroy(&fs->writeback_lock);
 	pthread_cond_destroy(&fs->writeback_cond);
+	sync_gate_destroy(&fs->sync_gate);
 	free(fs);
 }
 
@@ -337,6 +340,7 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	pthread_mutex_init(&fs->rename_lock, NULL);
 	pthread_mutex_init(&fs->writeback_lock, NULL);
 	pthread_cond_init(&fs->writeback_cond, NULL);
+	sync_gate_init(&fs->sync_gate);
 
 	int err = ordfs_read_super(bd, false, &fs->sb, &reason);
 	if (err)
@@ -349,6 +353,9 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	fs->block_size = ordfs_block_size(&fs->sb);
 	fs->csum_seed = fs->sb.csum_seed;
 	fs->dirty_limit_pages = opts->dirty_limit_bytes / fs->block_size;
+	long ram_pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (ram_pages > 0 && page > 0)
+		fs->dirty_limit_cap_pages = (uint64_t)ram_pages * (uint64_t)page / 8 / fs->block_size;
 	if (!fs->opts.errors)
 		fs->opts.errors = fs->sb.errors;
 	err = open_guard(fs, &reason);
@@ -397,6 +404,7 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 			.data_mode = opts->data_mode,
 			.commit_interval_ms = opts->commit_interval_ms,
 			.barrier = opts->barrier,
+			.ioprio_plus1 = opts->journal_ioprio + 1,
 			.release_freed = ordfs_release_freed,
 			.release_ctx = fs,
 			.retry_failed_commits = opts->flush_error == FLUSH_ERROR_REPORT,
@@ -457,7 +465,7 @@ int ordfs_unmount(struct ordfs *fs)
 	if (fs->journal) {
 		err = inode_evict_unlinked(fs);
 		if (!err)
-			err = file_writeback_all(fs);
+			err = file_writeback_all(fs, false);
 		if (!err)
 			err = atime_write_lazy(fs, true);
 		int jerr = journal_close(fs->journal);

@@ -24,6 +24,7 @@
 #include "format.h"
 #include "journal/journal.h"
 #include "flush/guard.h"
+#include "flush/gate.h"
 #include "atime/atime.h"
 #include "stats/latency.h"
 
@@ -43,7 +44,8 @@ struct ordfs_options {
 	bool fsck_repair;            /* fsck's read-write mount: allowed on an
 					image that recorded an error */
 	uint32_t cache_buffers;      /* metadata buffer cache size; 0 = default */
-	uint64_t dirty_limit_bytes;  /* delayed-allocation dirty data bound; 0 = default */
+	uint64_t dirty_limit_bytes;  /* delayed-allocation dirty data bound; 0 = self-tuned */
+	unsigned journal_ioprio;     /* 0..7, the commit thread's I/O priority */
 	enum flush_error_policy flush_error; /* failing write/flush of the image */
 	uint32_t errors;             /* ORDFS_ERRORS_*; 0 = what the superblock says */
 	struct atime_policy atime;   /* default relatime */
@@ -83,7 +85,10 @@ struct ordfs {
 	bool writeback_stop;          /* writeback_lock */
 	pthread_mutex_t writeback_lock;
 	pthread_cond_t writeback_cond;
-	uint64_t dirty_limit_pages;   /* writers write back beyond this */
+	uint64_t dirty_limit_pages;   /* set by dirty_limit=; 0: self-tuned */
+	uint64_t dirty_limit_cap_pages; /* the self-tuned limit stays below (RAM/8) */
+	uint64_t write_bandwidth;     /* bulk writes, bytes/s, running average (atomic) */
+	struct sync_gate sync_gate;   /* waited-on syncs before background writeback */
 	struct latency_hist fsync_latency; /* ordfs_fsync since mount (atomic) */
 	bool discard_off;             /* the backend refused a discard (atomic) */
 

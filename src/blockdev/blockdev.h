@@ -82,6 +82,16 @@ static inline void blockdev_destroy(struct blockdev *bd)
  * for, not everything a heavy writer left there; a writer faster than the
  * disk is held back at its own writes.  Durability still needs a flush. */
 #define BLOCKDEV_WRITE_BEHIND 0x2u
+/* Writes of at least BLOCKDEV_DIRECT_MIN bytes with buffer, offset and
+ * length aligned to BLOCKDEV_DIRECT_ALIGN bypass the host page cache
+ * (O_DIRECT): bulk file data goes to the disk as it is written instead of
+ * lying dirty in the host page cache, where a flush (fdatasync) for
+ * somebody's commit would have to wait for all of it.  Smaller writes
+ * (metadata, the log, small data) stay buffered.  Falls back to buffered
+ * writes where the host refuses O_DIRECT. */
+#define BLOCKDEV_DIRECT_BULK 0x4u
+#define BLOCKDEV_DIRECT_MIN (64u << 10)
+#define BLOCKDEV_DIRECT_ALIGN 4096u
 
 /* Opens an image file or block device.  Returns 0 or a negative errno. */
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out);

@@ -6,9 +6,16 @@
  * (the image's metadata, such as its size, never changes after mkfs, so
  * fdatasync is enough); discard punches a hole in an image file (the file
  * keeps its size and shrinks on the host) or is BLKDISCARD on a device.
+ * With BLOCKDEV_DIRECT_BULK a second descriptor opened O_DIRECT takes the
+ * large aligned writes; the kernel keeps the two coherent (a direct write
+ * writes back and drops cached pages of its range), and fdatasync on the
+ * first descriptor flushes the device for both.  A direct write the
+ * filesystem under the image refuses (EINVAL) turns direct I/O off for
+ * good and is done buffered.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -20,6 +27,8 @@
 struct file_dev {
 	struct blockdev bd;
 	int fd;
+	int direct_fd;     /* O_DIRECT, for bulk writes; -1: none (or turned off) */
+	int direct_fd_owned; /* the same descriptor, kept for close */
 	bool is_device;
 	bool write_behind; /* BLOCKDEV_WRITE_BEHIND */
 };
@@ -29,18 +38,17 @@ static struct file_dev *to_file(struct blockdev *bd)
 	return (struct file_dev *)bd;
 }
 
-/* Moves len bytes at off with pread or pwrite, retrying EINTR and short
- * transfers; never past the end of the device. */
-static int transfer(struct blockdev *bd, void *buf, size_t len, uint64_t off, bool write)
+/* Moves len bytes at off with pread or pwrite on fd, retrying EINTR and
+ * short transfers; never past the end of the device. */
+static int transfer(struct blockdev *bd, int fd, void *buf, size_t len, uint64_t off,
+		    bool write)
 {
-	struct file_dev *f = to_file(bd);
 	uint8_t *p = buf;
 
 	if (off > bd->size || len > bd->size - off)
 		return -EIO;
 	while (len > 0) {
-		ssize_t n = write ? pwrite(f->fd, p, len, (off_t)off)
-				  : pread(f->fd, p, len, (off_t)off);
+		ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -56,13 +64,30 @@ static int transfer(struct blockdev *bd, void *buf, size_t len, uint64_t off, bo
 
 static int file_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 {
-	return transfer(bd, buf, len, off, false);
+	return transfer(bd, to_file(bd)->fd, buf, len, off, false);
+}
+
+static bool direct_ok(const struct file_dev *f, const void *buf, size_t len, uint64_t off)
+{
+	const uint64_t align = BLOCKDEV_DIRECT_ALIGN;
+	return __atomic_load_n(&f->direct_fd, __ATOMIC_RELAXED) >= 0 &&
+	       len >= BLOCKDEV_DIRECT_MIN && len % align == 0 && off % align == 0 &&
+	       (uintptr_t)buf % align == 0;
 }
 
 static int file_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
 {
-	int err = transfer(bd, (void *)buf, len, off, true);
 	struct file_dev *f = to_file(bd);
+	if (direct_ok(f, buf, len, off)) {
+		int err = transfer(bd, f->direct_fd, (void *)buf, len, off, true);
+		if (err != -EINVAL)
+			return err;
+		/* Not for this filesystem or device: buffered from now on
+		 * (the descriptor stays open until destroy: no race with a
+		 * concurrent direct write). */
+		__atomic_store_n(&f->direct_fd, -1, __ATOMIC_RELAXED);
+	}
+	int err = transfer(bd, f->fd, (void *)buf, len, off, true);
 	/* A hint: failure (e.g. on a device) changes nothing but timing. */
 	if (!err && f->write_behind)
 		(void)sync_file_range(f->fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
@@ -78,7 +103,10 @@ static int file_flush(struct blockdev *bd)
 
 static void file_destroy(struct blockdev *bd)
 {
-	close(to_file(bd)->fd);
+	struct file_dev *f = to_file(bd);
+	if (f->direct_fd_owned >= 0)
+		close(f->direct_fd_owned);
+	close(f->fd);
 	free(bd);
 }
 
@@ -135,6 +163,9 @@ int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)
 	f->bd.ops = &file_ops;
 	f->bd.size = size;
 	f->fd = fd;
+	f->direct_fd = f->direct_fd_owned = -1;
+	if ((flags & BLOCKDEV_DIRECT_BULK) && !(flags & BLOCKDEV_READONLY))
+		f->direct_fd = f->direct_fd_owned = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	f->is_device = S_ISBLK(st.st_mode);
 	f->write_behind = (flags & BLOCKDEV_WRITE_BEHIND) != 0;
 	*out = &f->bd;

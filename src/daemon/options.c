@@ -78,6 +78,31 @@ static int parse_commit(const char *val, struct daemon_options *o, char *err, si
 	return 0;
 }
 
+/* dirty_limit=SIZE: bytes, with an optional K, M or G suffix (powers of
+ * 1024); 0 means self-tuned (the default). */
+static int parse_dirty_limit(const char *val, struct daemon_options *o, char *err,
+			     size_t errlen)
+{
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(val, &end, 10);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (!*val || val[0] == '-' || *end || errno || n > (64ull << 30) >> shift ||
+	    (n && (n << shift) < (1ull << 20)))
+		return fail(err, errlen, "bad dirty_limit '%s' (0 for self-tuned, or 1M..64G)",
+			    val);
+	o->fs.dirty_limit_bytes = n << shift;
+	return 0;
+}
+
 static int parse_one(const char *opt, struct daemon_options *o, char *err, size_t errlen)
 {
 	if (strncmp(opt, "data=", 5) == 0) {
@@ -94,6 +119,15 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 	}
 	if (strncmp(opt, "commit=", 7) == 0)
 		return parse_commit(opt + 7, o, err, errlen);
+	if (strncmp(opt, "dirty_limit=", 12) == 0)
+		return parse_dirty_limit(opt + 12, o, err, errlen);
+	if (strncmp(opt, "journal_ioprio=", 15) == 0) {
+		const char *v = opt + 15;
+		if (v[0] < '0' || v[0] > '7' || v[1])
+			return fail(err, errlen, "bad journal_ioprio '%s' (0..7)", v);
+		o->fs.journal_ioprio = (unsigned)(v[0] - '0');
+		return 0;
+	}
 	if (strcmp(opt, "discard") == 0 || strcmp(opt, "nodiscard") == 0) {
 		o->fs.discard = opt[0] == 'd';
 		return 0;

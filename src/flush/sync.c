@@ -36,6 +36,29 @@ static bool is_regular(const struct inode *inode)
 	return (inode->d.mode & 0170000) == 0100000;
 }
 
+/* The commit wait and the flush of an fsync or sync, with the sync gate
+ * held: background writeback holds back meanwhile (gate.h).  The gate is
+ * taken only now, after the caller's own writeback, so a sync blocked
+ * behind a background writer's inode lock never holds that writer up. */
+static int commit_and_flush(struct ordfs *fs, uint64_t tid, uint64_t written)
+{
+	sync_gate_enter(&fs->sync_gate);
+	struct journal_stats st;
+	journal_get_stats(fs->journal, &st);
+	int err = 0;
+	if (tid > st.committed_tid)
+		err = journal_commit_wait(fs->journal, tid);
+	/* Then a flush for data written in place: the commit's own flushes
+	 * may have been issued before that data was written (it was already
+	 * committing).  Skipped when a flush that began after those writes
+	 * has completed (usually the commit's own F2, or a concurrent
+	 * fsync's flush). */
+	if (!err && fs->opts.barrier)
+		err = flush_guard_flush_upto(fs->bd, written);
+	sync_gate_leave(&fs->sync_gate);
+	return err;
+}
+
 static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync);
 
 int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync)
@@ -64,19 +87,8 @@ static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync)
 	uint64_t written = flush_guard_write_seq(fs->bd);
 	pthread_rwlock_unlock(&inode->lock);
 
-	if (!err) {
-		struct journal_stats st;
-		journal_get_stats(fs->journal, &st);
-		if (tid > st.committed_tid)
-			err = journal_commit_wait(fs->journal, tid);
-		/* Then a flush for data written in place: the commit's own
-		 * flushes may have been issued before that data was written
-		 * (it was already committing).  Skipped when a flush that
-		 * began after those writes has completed (usually the
-		 * commit's own F2, or a concurrent fsync's flush). */
-		if (!err && fs->opts.barrier)
-			err = flush_guard_flush_upto(fs->bd, written);
-	}
+	if (!err)
+		err = commit_and_flush(fs, tid, written);
 	if (err == -EROFS)
 		err = -EIO; /* aborted with changes not yet durable */
 	if (err && err != -ENOMEM)
@@ -88,19 +100,13 @@ int ordfs_sync(struct ordfs *fs)
 {
 	if (!fs->journal)
 		return 0;
-	int err = file_writeback_all(fs);
+	int err = file_writeback_all(fs, true);
 	int aerr = atime_write_lazy(fs, true);
 	if (!err)
 		err = aerr;
 	uint64_t written = flush_guard_write_seq(fs->bd);
-	int cerr = journal_force_commit(fs->journal);
-	if (!err)
-		err = cerr;
-	/* As in fsync: data written in place may postdate the commit's
-	 * flushes; skipped when a later flush covered it. */
-	if (!err && fs->opts.barrier)
-		err = flush_guard_flush_upto(fs->bd, written);
-	return err;
+	int cerr = commit_and_flush(fs, journal_running_tid(fs->journal), written);
+	return err ? err : cerr;
 }
 
 void ordfs_file_open(struct inode *inode, struct ordfs_file *f)

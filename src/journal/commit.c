@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 
 #include "journal_internal.h"
 #include "../blockdev/blockdev.h"
@@ -473,9 +475,21 @@ static void wait_for_work(struct journal *j)
 	pthread_cond_timedwait(&j->commit_cond, &j->state_lock, &ts);
 }
 
+/* journal_config.ioprio_plus1: the thread's best-effort I/O priority.
+ * A hint: a host that refuses it (no permission, no such call) changes
+ * only timing. */
+static void set_commit_ioprio(const struct journal *j)
+{
+	unsigned level = j->cfg.ioprio_plus1 ? j->cfg.ioprio_plus1 - 1 : JOURNAL_IOPRIO_DEFAULT;
+	enum { WHO_PROCESS = 1, CLASS_BE = 2, CLASS_SHIFT = 13 };
+	(void)syscall(SYS_ioprio_set, WHO_PROCESS, 0, (CLASS_BE << CLASS_SHIFT) | (int)level);
+}
+
 void *journal_commit_thread(void *arg)
 {
 	struct journal *j = arg;
+
+	set_commit_ioprio(j);
 
 	pthread_mutex_lock(&j->state_lock);
 	for (;;) {

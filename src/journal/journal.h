@@ -72,10 +72,18 @@ enum journal_data_mode {
 	JOURNAL_DATA_JOURNAL = 2,  /* file data goes through the log too */
 };
 
+#define JOURNAL_IOPRIO_DEFAULT 3 /* ext4's: one above the default of 4 */
+
 struct journal_config {
 	enum journal_data_mode data_mode;
 	unsigned commit_interval_ms; /* periodic commit; 0 = only on demand */
 	bool barrier;                /* issue flushes (F1..F4) */
+	/* Best-effort I/O priority level (0 highest .. 7) of the commit
+	 * thread's I/O, as ext4's journal_ioprio: so a commit someone waits
+	 * for goes ahead of the bulk writes of other threads where the host's
+	 * I/O scheduler honours priorities (bfq).  0 in this struct means the
+	 * default, JOURNAL_IOPRIO_DEFAULT; set it to level + 1. */
+	unsigned ioprio_plus1;
 	/* On a failed write or flush: false aborts the journal (nothing more
 	 * commits); true keeps the failed transaction, tells its waiters -EIO
 	 * and writes it again (the same log image, at the same place, with the

@@ -22,12 +22,17 @@ void ordfs_options_describe(const struct ordfs_options *o, char *buf, size_t len
 	static const char *const errors[] = { "", "continue", "remount-ro", "abort" };
 	char atime[64];
 	atime_policy_describe(&o->atime, atime, sizeof(atime));
-	snprintf(buf, len, "%s,data=%s,commit=%u,%s,%s,flush_error=%s%s%s,%s",
+	char dirty[32] = "";
+	if (o->dirty_limit_bytes)
+		snprintf(dirty, sizeof(dirty), ",dirty_limit=%lluK",
+			 (unsigned long long)(o->dirty_limit_bytes >> 10));
+	snprintf(buf, len, "%s,data=%s,commit=%u,%s,%s,flush_error=%s%s%s,%s,journal_ioprio=%u%s",
 		 o->readonly ? "ro" : "rw", modes[o->data_mode % 3], o->commit_interval_ms / 1000,
 		 o->barrier ? "barrier" : "nobarrier", o->discard ? "discard" : "nodiscard",
 		 flush_error_policy_name(o->flush_error),
 		 o->errors >= 1 && o->errors <= 3 ? ",errors=" : "",
-		 o->errors >= 1 && o->errors <= 3 ? errors[o->errors] : "", atime);
+		 o->errors >= 1 && o->errors <= 3 ? errors[o->errors] : "", atime,
+		 o->journal_ioprio, dirty);
 }
 
 void ordfs_stats_fill(struct ordfs *fs, struct ordfs_stats *out)

@@ -137,6 +137,14 @@ START_TEST(test_refuses_bad_options)
 	expect_refused(m.image, m.mountpoint, policy, "shrug");
 	const char *errors[] = { "-o", "errors=panic-now", NULL };
 	expect_refused(m.image, m.mountpoint, errors, "panic-now");
+	const char *dirty_small[] = { "-o", "dirty_limit=4K", NULL };
+	expect_refused(m.image, m.mountpoint, dirty_small, "dirty_limit");
+	const char *dirty_big[] = { "-o", "dirty_limit=65G", NULL };
+	expect_refused(m.image, m.mountpoint, dirty_big, "dirty_limit");
+	const char *dirty_unit[] = { "-o", "dirty_limit=3T", NULL };
+	expect_refused(m.image, m.mountpoint, dirty_unit, "dirty_limit");
+	const char *ioprio[] = { "-o", "journal_ioprio=8", NULL };
+	expect_refused(m.image, m.mountpoint, ioprio, "journal_ioprio");
 	const char *dash_o[] = { "-o", NULL };
 	expect_refused(m.image, m.mountpoint, dash_o, NULL);
 	const char *unknown_flag[] = { "-x", NULL };

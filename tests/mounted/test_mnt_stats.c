@@ -4,10 +4,12 @@
  * as the workload says they must; --json is one object; a path outside an
  * ordfs mount is refused.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mnt_helpers.h"
@@ -100,12 +102,35 @@ START_TEST(test_stats_follow_the_workload)
 }
 END_TEST
 
-/* What ordfsctl prints, checked on stdout through a pipe. */
+/* Threads of process pid whose best-effort I/O priority level is
+ * `level` (the commit thread's, set by journal_ioprio=). */
+static int threads_with_ioprio(pid_t pid, int level)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		int tid = atoi(e->d_name);
+		if (tid <= 0)
+			continue;
+		long prio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, tid);
+		n += prio == ((2 /* IOPRIO_CLASS_BE */ << 13) | level);
+	}
+	closedir(d);
+	return n;
+}
+
+/* What ordfsctl prints, checked on stdout through a pipe; the options
+ * given are in force. */
 START_TEST(test_stats_output)
 {
 	struct mnt m;
 	mnt_setup(&m, "32M");
-	mnt_start(&m, NULL);
+	mnt_start(&m, "dirty_limit=16M,journal_ioprio=6");
+	ck_assert_int_eq(threads_with_ioprio(m.daemon, 6), 1); /* the commit thread */
 	mnt_make_file(mnt_path(&m, "f"), 0644, "x");
 	int fd = open(mnt_path(&m, "f"), O_RDONLY);
 	ck_assert_int_ge(fd, 0);
@@ -123,7 +148,8 @@ START_TEST(test_stats_output)
 	static const char *const want[] = { "options:", "data=ordered", "relatime", "journal:",
 					    "commits:", "flushes:", "flush state:    ok",
 					    "dirty data:", "fsync latency:  ", "\"fsync\": {\"calls\": ",
-					    "\"state\": \"ok\"" };
+					    "\"state\": \"ok\"", "journal_ioprio=6",
+					    "dirty_limit=16384K", "(limit 16.0 MiB)" };
 	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		ck_assert_msg(strstr(out, want[i]), "no '%s' in:\n%s", want[i], out);
 	const char *brace = strchr(out, '{');

@@ -531,7 +531,7 @@ START_TEST(test_ordered_logs_small_fsynced_data)
 
 	/* A background overwrite of the logged block goes through the log. */
 	write_all(&t, f, two, bs, 0);
-	ck_assert_int_eq(file_writeback_all(t.fs), 0);
+	ck_assert_int_eq(file_writeback_all(t.fs, false), 0);
 	ck_assert_int_eq(journal_flush_all(t.fs->journal), 0); /* commit + checkpoint */
 	ck_assert(image_has(&t, two, bs, home, home + 1));
 	ck_assert_int_eq(ordfs_read(t.fs, f, back, bs, 0), bs);
