@@ -321,7 +321,7 @@ static int zero_range(struct space *sp, uint64_t off, uint64_t end)
 		err = file_drop_pages(sp->fs, sp->inode, first, last);
 	if (!err && first < last)
 		err = file_set_extent_flags(sp->fs, sp->inode, first, last - first,
-					    ORDFS_EXT_UNWRITTEN, 0);
+					    ORDFS_EXT_UNWRITTEN, 0, false);
 	if (!err)
 		err = pages_load(sp);
 	if (!err)

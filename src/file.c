@@ -31,8 +31,9 @@
  *    committed with its metadata and reaches home only at checkpoint.  A
  *    run is cut to what one handle may log.
  *  - data=ordered logs data too, where that is cheaper: when an fsync
- *    waits for at most LOG_SMALL_BYTES of new (delayed) data, that data
- *    goes into the log with the handle that maps it instead of in place,
+ *    waits for at most LOG_SMALL_BYTES of dirty data, its new blocks
+ *    (delayed, or over unwritten extents: fallocate'd space) go into the
+ *    log with the handle that maps or converts them instead of in place,
  *    so the commit makes nothing outside the log reachable and needs no
  *    flush before its commit record (F1): one flush per fsync, not two.
  *  - Coherence of logged data, in every mode: a data block that has a
@@ -479,9 +480,12 @@ unclaim:
 
 /* Gives the mapped blocks [lblk, lblk + count) the extent flags `flags`,
  * in as few handles as the journal allows.  Each handle also raises d.size
- * to disk_size (if larger), so no written block is ever past d.size. */
+ * to disk_size (if larger), so no written block is ever past d.size.
+ * `orders_data`: the change makes data written in place visible (an
+ * unwritten extent becomes written), so in data=ordered its commit needs
+ * F1 first. */
 int file_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint64_t count,
-			  uint32_t flags, uint64_t disk_size)
+			  uint32_t flags, uint64_t disk_size, bool orders_data)
 {
 	uint32_t per_handle = 8; /* record changes; a range inside one record needs 5 */
 	while (per_handle > 2 &&
@@ -492,8 +496,7 @@ int file_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk, 
 		int err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
 		if (err)
 			return err;
-		/* Marking blocks written makes the data written to them visible. */
-		if (flags == 0 && fs->opts.data_mode == JOURNAL_DATA_ORDERED)
+		if (orders_data && fs->opts.data_mode == JOURNAL_DATA_ORDERED)
 			journal_ordered_data(h);
 		int more = extent_set_flags(fs, h, inode, lblk, count, flags, per_handle);
 		if (more >= 0 && disk_size > inode->d.size) {
@@ -510,20 +513,21 @@ int file_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk, 
 	}
 }
 
-/* Writes a run of pages over mapped blocks, in place or (data=journal, or
- * blocks with cached buffers) through the log.  Over an unwritten extent
- * the data goes first, then a handle marks the blocks written (and moves
- * d.size past them): the conversion is what makes the data visible, so
- * like an allocation it must not commit before the data is written [J1].
- * Returns pages done. */
+/* Writes a run of pages over mapped blocks, in place or through the log
+ * (data=journal, blocks with cached buffers, and with `log_new` new data:
+ * blocks of an unwritten extent).  Over an unwritten extent the data goes
+ * first, then a handle marks the blocks written (and moves d.size past
+ * them): the conversion is what makes the data visible, so like an
+ * allocation it must not commit before the data is written [J1] (or
+ * logged).  Returns pages done. */
 static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct page **v,
-				uint32_t n, const struct ordfs_extent *ext, bool paced)
+				uint32_t n, const struct ordfs_extent *ext, bool log_new, bool paced)
 {
 	uint64_t off_in_ext = v[0]->lblk - ext->logical;
 	uint64_t room = ext->len - off_in_ext;
 	uint32_t len = n < room ? n : (uint32_t)room;
 	uint64_t phys = ext->physical + off_in_ext;
-	bool log = data_logged(fs);
+	bool log = data_logged(fs) || (log_new && (ext->flags & ORDFS_EXT_UNWRITTEN));
 	if (!log) {
 		log = bcache_contains(fs->cache, phys);
 		len = cached_run(fs, phys, len, log);
@@ -551,7 +555,7 @@ static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct pa
 	if (!err && (ext->flags & ORDFS_EXT_UNWRITTEN)) {
 		uint64_t end = (v[0]->lblk + len) * fs->block_size;
 		err = file_set_extent_flags(fs, inode, v[0]->lblk, len, 0,
-					    end < inode->size ? end : inode->size);
+					    end < inode->size ? end : inode->size, !log);
 	}
 	return err ? (int64_t)err : (int64_t)len;
 }
@@ -591,14 +595,11 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited)
 	if (err)
 		return err;
 
-	/* Little new data that someone waits for: log it (header). */
-	bool log_new = data_logged(fs);
-	if (waited && fs->opts.data_mode == JOURNAL_DATA_ORDERED) {
-		uint64_t delayed = 0;
-		for (uint64_t k = 0; k < n; k++)
-			delayed += v[k]->reserved;
-		log_new = delayed * fs->block_size <= LOG_SMALL_BYTES;
-	}
+	/* Little data that someone waits for: its new blocks (delayed, or
+	 * over unwritten extents) are logged (header). */
+	bool log_new = data_logged(fs) ||
+		       (waited && fs->opts.data_mode == JOURNAL_DATA_ORDERED &&
+			n * fs->block_size <= LOG_SMALL_BYTES);
 
 	uint64_t goal = 0;
 	uint64_t i = 0;
@@ -611,7 +612,8 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited)
 			struct ordfs_extent ext;
 			int found = extent_lookup(fs, inode, v[i]->lblk, &ext);
 			if (found == 1)
-				done = writeback_mapped(fs, inode, v + i, len, &ext, !waited);
+				done = writeback_mapped(fs, inode, v + i, len, &ext, log_new,
+							!waited);
 			else
 				done = found < 0 ? found : -EUCLEAN;
 			if (found == 1)

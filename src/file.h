@@ -54,7 +54,7 @@ int file_zero_partial(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint
 /* Gives the mapped blocks [lblk, lblk + count) extent flags `flags`
  * (extent_set_flags) in bounded handles, raising d.size to disk_size in each. */
 int file_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint64_t count,
-			  uint32_t flags, uint64_t disk_size);
+			  uint32_t flags, uint64_t disk_size, bool orders_data);
 /* Unmaps (and frees) the blocks [first_lblk, first_lblk + count), a bounded
  * number of extent records per handle. */
 int ordfs_unmap_range(struct ordfs *fs, struct inode *inode, uint64_t first_lblk,

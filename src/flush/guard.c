@@ -38,6 +38,8 @@ struct guard {
 	uint64_t write_seq;
 	uint64_t failed_flushes;    /* moves when a flush fails */
 	uint64_t flushed_seq;       /* writes up to here are known durable */
+	uint64_t flush_starts;      /* flushes begun (not skipped) so far */
+	uint64_t good_start;        /* flush_starts value of the last good flush */
 	bool unflushed_failure;     /* a flush failed and none has worked since */
 	struct inflight { uint64_t first, n, seq; } *inflight; /* writes under way */
 	uint32_t ninflight, cap_inflight;
@@ -376,23 +378,25 @@ static int reissue_stale(struct guard *g)
 	return err;
 }
 
-/* Flushes unless every write up to `need` is known durable already
- * (need == UINT64_MAX: unless nothing at all was written since the last
- * good flush).  The test runs after flush_lock is taken, so a caller that
- * waited behind another flush skips when that flush covered it. */
-static int flush_upto(struct guard *g, uint64_t need)
+/* Flushes unless nothing at all was written since the last good flush,
+ * or (token != UINT64_MAX) a good flush began after the caller took
+ * `token` (flush_guard_mark).  The test runs after flush_lock is taken,
+ * so a caller that waited behind another flush skips when that flush
+ * covered it. */
+static int flush_upto(struct guard *g, uint64_t token)
 {
 	pthread_mutex_lock(&g->flush_lock);
 	pthread_mutex_lock(&g->lock);
 	uint64_t before = covered_seq(g); /* writes a good flush covers */
 	/* Nothing written since the last good flush: nothing to make durable. */
 	bool nothing_new = before == g->write_seq && before == g->flushed_seq;
-	bool covered = need != UINT64_MAX && g->flushed_seq >= need;
+	bool covered = token != UINT64_MAX && g->good_start > token;
 	bool skip = g->cannot_flush || ((nothing_new || covered) && !g->unflushed_failure);
 	if (skip)
 		g->stats.flushes_skipped++;
 	else
 		g->stats.flushes++;
+	uint64_t start = skip ? 0 : ++g->flush_starts;
 	pthread_mutex_unlock(&g->lock);
 	if (skip) {
 		pthread_mutex_unlock(&g->flush_lock);
@@ -428,6 +432,7 @@ static int flush_upto(struct guard *g, uint64_t need)
 				e->stale = true;
 	} else {
 		g->flushed_seq = before;
+		g->good_start = start;
 		g->unflushed_failure = false;
 		if (g->cfg.retain)
 			table_remove_if(g, written_before, before);
@@ -447,18 +452,18 @@ static int guard_flush(struct blockdev *bd)
 	return flush_upto(to_guard(bd), UINT64_MAX);
 }
 
-int flush_guard_flush_upto(struct blockdev *bd, uint64_t seq)
+int flush_guard_flush_since(struct blockdev *bd, uint64_t token)
 {
-	return flush_upto(to_guard(bd), seq);
+	return flush_upto(to_guard(bd), token);
 }
 
-uint64_t flush_guard_write_seq(struct blockdev *bd)
+uint64_t flush_guard_mark(struct blockdev *bd)
 {
 	struct guard *g = to_guard(bd);
 	pthread_mutex_lock(&g->lock);
-	uint64_t seq = g->write_seq;
+	uint64_t token = g->flush_starts;
 	pthread_mutex_unlock(&g->lock);
-	return seq;
+	return token;
 }
 
 static void guard_destroy(struct blockdev *bd)

@@ -75,16 +75,17 @@ int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *
 		       struct blockdev **out);
 void flush_guard_get_stats(struct blockdev *guard, struct flush_guard_stats *out);
 
-/* The sequence number of the newest write started so far: a caller that
- * samples it after its own writes completed holds a number at or above
- * every one of them. */
-uint64_t flush_guard_write_seq(struct blockdev *guard);
+/* A token for "now": taken after the caller's own writes completed, it
+ * lets flush_guard_flush_since tell whether a flush began after them. */
+uint64_t flush_guard_mark(struct blockdev *guard);
 
-/* Makes every write up to `seq` durable: skipped when a good flush that
- * began after all of them completed has finished since (a commit's flush,
- * another fsync's), otherwise a flush as blockdev_flush does it.  Callers
- * waiting behind a flush in progress are covered by it when it began late
- * enough, so concurrent fsyncs share flushes (group flush). */
-int flush_guard_flush_upto(struct blockdev *guard, uint64_t seq);
+/* Makes every write that completed before `token` was taken durable:
+ * skipped when a good flush began after the token (a commit's flush,
+ * another fsync's), otherwise a flush as blockdev_flush does it.  Other
+ * threads' writes still in flight do not matter (a flush covers the writes
+ * completed when it begins).  Callers waiting behind a flush in progress
+ * are covered by it when it began late enough, so concurrent fsyncs share
+ * flushes (group flush). */
+int flush_guard_flush_since(struct blockdev *guard, uint64_t token);
 
 #endif

@@ -40,7 +40,7 @@ static bool is_regular(const struct inode *inode)
  * held: background writeback holds back meanwhile (gate.h).  The gate is
  * taken only now, after the caller's own writeback, so a sync blocked
  * behind a background writer's inode lock never holds that writer up. */
-static int commit_and_flush(struct ordfs *fs, uint64_t tid, uint64_t written)
+static int commit_and_flush(struct ordfs *fs, uint64_t tid, uint64_t mark)
 {
 	sync_gate_enter(&fs->sync_gate);
 	struct journal_stats st;
@@ -54,7 +54,7 @@ static int commit_and_flush(struct ordfs *fs, uint64_t tid, uint64_t written)
 	 * has completed (usually the commit's own F2, or a concurrent
 	 * fsync's flush). */
 	if (!err && fs->opts.barrier)
-		err = flush_guard_flush_upto(fs->bd, written);
+		err = flush_guard_flush_since(fs->bd, mark);
 	sync_gate_leave(&fs->sync_gate);
 	return err;
 }
@@ -84,11 +84,11 @@ static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync)
 		err = atime_write_pending(fs, inode);
 	uint64_t tid = datasync ? inode->datasync_tid : inode->sync_tid;
 	/* Every write of this file's data has completed by now. */
-	uint64_t written = flush_guard_write_seq(fs->bd);
+	uint64_t mark = flush_guard_mark(fs->bd);
 	pthread_rwlock_unlock(&inode->lock);
 
 	if (!err)
-		err = commit_and_flush(fs, tid, written);
+		err = commit_and_flush(fs, tid, mark);
 	if (err == -EROFS)
 		err = -EIO; /* aborted with changes not yet durable */
 	if (err && err != -ENOMEM)
@@ -104,8 +104,8 @@ int ordfs_sync(struct ordfs *fs)
 	int aerr = atime_write_lazy(fs, true);
 	if (!err)
 		err = aerr;
-	uint64_t written = flush_guard_write_seq(fs->bd);
-	int cerr = commit_and_flush(fs, journal_running_tid(fs->journal), written);
+	uint64_t mark = flush_guard_mark(fs->bd);
+	int cerr = commit_and_flush(fs, journal_running_tid(fs->journal), mark);
 	return err ? err : cerr;
 }
 

@@ -162,7 +162,7 @@ START_TEST(test_guard_skips_flush_with_nothing_written)
 }
 END_TEST
 
-START_TEST(test_guard_flush_upto_skips_covered_writes)
+START_TEST(test_guard_flush_since_skips_covered_writes)
 {
 	/* Both with and without retained copies (report / ignore). */
 	for (int retain = 0; retain < 2; retain++) {
@@ -171,20 +171,20 @@ START_TEST(test_guard_flush_upto_skips_covered_writes)
 		struct blockdev_counts c;
 		uint8_t blk[BS] = { 1 };
 		ck_assert_int_eq(blockdev_write(f.guard, blk, BS, 2 * BS), 0);
-		uint64_t mine = flush_guard_write_seq(f.guard);
+		uint64_t mine = flush_guard_mark(f.guard);
 		/* Someone else's flush (a commit's F2) begins after my write. */
 		ck_assert_int_eq(blockdev_flush(f.guard), 0);
 		/* Another writer writes after that flush began. */
 		ck_assert_int_eq(blockdev_write(f.guard, blk, BS, 3 * BS), 0);
-		uint64_t theirs = flush_guard_write_seq(f.guard);
+		uint64_t theirs = flush_guard_mark(f.guard);
 		ck_assert_uint_gt(theirs, mine);
-		ck_assert_int_eq(flush_guard_flush_upto(f.guard, mine), 0);
+		ck_assert_int_eq(flush_guard_flush_since(f.guard, mine), 0);
 		blockdev_record_counts(f.rec, &c);
 		ck_assert_uint_eq(c.flushes, 1); /* mine was covered: skipped */
-		ck_assert_int_eq(flush_guard_flush_upto(f.guard, theirs), 0);
+		ck_assert_int_eq(flush_guard_flush_since(f.guard, theirs), 0);
 		blockdev_record_counts(f.rec, &c);
 		ck_assert_uint_eq(c.flushes, 2); /* theirs was not: flushed */
-		ck_assert_int_eq(flush_guard_flush_upto(f.guard, theirs), 0);
+		ck_assert_int_eq(flush_guard_flush_since(f.guard, theirs), 0);
 		blockdev_record_counts(f.rec, &c);
 		ck_assert_uint_eq(c.flushes, 2);
 		gfix_free(&f);
@@ -883,7 +883,7 @@ static Suite *flush_suite(void)
 	tcase_add_test(tc, test_fault_device_drops_unflushed);
 	tcase_add_test(tc, test_guard_rewrites_after_failed_flush);
 	tcase_add_test(tc, test_guard_skips_flush_with_nothing_written);
-	tcase_add_test(tc, test_guard_flush_upto_skips_covered_writes);
+	tcase_add_test(tc, test_guard_flush_since_skips_covered_writes);
 	tcase_add_test(tc, test_guard_ignore_logs_once);
 	tcase_add_test(tc, test_guard_unsupported_flush_warns_once);
 	suite_add_tcase(s, tc);

@@ -529,6 +529,22 @@ START_TEST(test_ordered_logs_small_fsynced_data)
 	ck_assert(image_has(&t, one, bs, log_first, log_end)); /* logged */
 	ck_assert(!image_has(&t, one, bs, home, home + 1));     /* not home yet */
 
+	/* Small writes into fallocate'd (unwritten) space are logged too:
+	 * one flush per fsync (no F1), and a crash keeps them. */
+	struct inode *pre;
+	ck_assert_int_eq(ordfs_create(t.fs, root, "pre", 0644, &root_cred, &pre), 0);
+	ck_assert_int_eq(ordfs_fallocate(t.fs, pre, 0, 0, 64 * (uint64_t)bs), 0);
+	ck_assert_int_eq(ordfs_fsync(t.fs, pre, false), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		write_all(&t, pre, i % 2 ? two : one, bs, (uint64_t)i * bs);
+		struct blockdev_counts c0, c1;
+		blockdev_record_counts(t.rec, &c0);
+		ck_assert_int_eq(ordfs_fsync(t.fs, pre, i % 2), 0);
+		blockdev_record_counts(t.rec, &c1);
+		ck_assert_uint_eq(c1.flushes - c0.flushes, 1);
+	}
+	inode_put(t.fs, pre);
+
 	/* A background overwrite of the logged block goes through the log. */
 	write_all(&t, f, two, bs, 0);
 	ck_assert_int_eq(file_writeback_all(t.fs, false), 0);
@@ -584,6 +600,12 @@ START_TEST(test_ordered_logs_small_fsynced_data)
 	/* The log still holds f's copies; replay must not bring them back. */
 	tfs_crash(&t);
 	tfs_mount(&t);
+	ck_assert_int_eq(ordfs_lookup_path(t.fs, "pre", &pre), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		ck_assert_int_eq(ordfs_read(t.fs, pre, back, bs, (uint64_t)i * bs), bs);
+		ck_assert_mem_eq(back, i % 2 ? two : one, bs);
+	}
+	inode_put(t.fs, pre);
 	ck_assert_int_eq(ordfs_lookup_path(t.fs, "g", &g), 0);
 	ck_assert_uint_eq(g->size, g_len);
 	for (size_t off = 0; off < g_len; off += big_len) {
