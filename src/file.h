@@ -39,6 +39,11 @@ int file_writeback_locked(struct ordfs *fs, struct inode *inode, bool waited);
 /* Writes back every dirty inode in the cache (sync, unmount, the periodic
  * thread); `waited` as for file_writeback_locked. */
 int file_writeback_all(struct ordfs *fs, bool waited);
+/* Dirty pages fs-wide past which the writeback thread starts early. */
+uint64_t file_background_pages(const struct ordfs *fs);
+/* The writeback thread's early pass: slices of every dirty file until
+ * the dirty data is down to half the background threshold. */
+int file_writeback_early(struct ordfs *fs);
 
 /* Space management (fallocate.c).  inode->lock held exclusively, no handle,
  * unless said otherwise. */

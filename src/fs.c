@@ -159,28 +159,54 @@ int ordfs_clear_error_state(struct blockdev *bd, bool *cleared)
 
 /* Writes back delayed data every commit interval, so data written without
  * fsync reaches the image within about two intervals (ext3's ordered mode
- * behaviour; ext4 waits up to 30 s). */
+ * behaviour; ext4 waits up to 30 s); in between, when kicked (a writer
+ * went past file_background_pages), writes back early in slices. */
 static void *writeback_main(void *arg)
 {
 	struct ordfs *fs = arg;
 	pthread_mutex_lock(&fs->writeback_lock);
+	struct timespec next; /* the next full pass: kicks do not postpone it */
+	clock_gettime(CLOCK_REALTIME, &next);
 	while (!fs->writeback_stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec +
+		uint64_t ns = (uint64_t)next.tv_nsec +
 			      (uint64_t)(fs->opts.commit_interval_ms % 1000) * 1000000u;
-		ts.tv_sec += fs->opts.commit_interval_ms / 1000 + (time_t)(ns / 1000000000u);
-		ts.tv_nsec = (long)(ns % 1000000000u);
-		pthread_cond_timedwait(&fs->writeback_cond, &fs->writeback_lock, &ts);
+		next.tv_sec += fs->opts.commit_interval_ms / 1000 + (time_t)(ns / 1000000000u);
+		next.tv_nsec = (long)(ns % 1000000000u);
+		int timed_out = 0;
+		while (!fs->writeback_stop && !timed_out) {
+			if (fs->writeback_kicked) {
+				/* A writer went past the background threshold. */
+				pthread_mutex_unlock(&fs->writeback_lock);
+				(void)file_writeback_early(fs); /* errors stay with the pages */
+				pthread_mutex_lock(&fs->writeback_lock);
+				__atomic_store_n(&fs->writeback_kicked, false, __ATOMIC_RELAXED);
+				continue;
+			}
+			timed_out = pthread_cond_timedwait(&fs->writeback_cond, &fs->writeback_lock,
+							   &next) == ETIMEDOUT;
+		}
 		if (fs->writeback_stop)
 			break;
 		pthread_mutex_unlock(&fs->writeback_lock);
 		(void)file_writeback_all(fs, false); /* errors stay with the pages */
 		(void)atime_write_lazy(fs, false); /* lazytime: 24 hours old */
 		pthread_mutex_lock(&fs->writeback_lock);
+		clock_gettime(CLOCK_REALTIME, &next);
 	}
 	pthread_mutex_unlock(&fs->writeback_lock);
 	return NULL;
+}
+
+void ordfs_kick_writeback(struct ordfs *fs)
+{
+	if (!fs->writeback_started || __atomic_load_n(&fs->writeback_kicked, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&fs->writeback_lock);
+	if (!fs->writeback_kicked) {
+		__atomic_store_n(&fs->writeback_kicked, true, __ATOMIC_RELAXED);
+		pthread_cond_broadcast(&fs->writeback_cond);
+	}
+	pthread_mutex_unlock(&fs->writeback_lock);
 }
 
 static void writeback_thread_stop(struct ordfs *fs)

@@ -83,6 +83,7 @@ struct ordfs {
 	pthread_t writeback_thread;
 	bool writeback_started;
 	bool writeback_stop;          /* writeback_lock */
+	bool writeback_kicked;        /* writeback_lock: early writeback asked for */
 	pthread_mutex_t writeback_lock;
 	pthread_cond_t writeback_cond;
 	uint64_t dirty_limit_pages;   /* set by dirty_limit=; 0: self-tuned */
@@ -96,6 +97,10 @@ struct ordfs {
 	bool error_recorded;          /* sb_lock */
 	uint32_t io_errors_logged;    /* flush_error=report logs the first few */
 };
+
+/* Asks the writeback thread to start writing back early (cheap when it
+ * already was asked). */
+void ordfs_kick_writeback(struct ordfs *fs);
 
 /* Mounts the image on bd (not owned).  On failure returns a negative errno
  * and a one-line reason in *why; nothing has been written. */

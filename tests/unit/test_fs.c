@@ -148,6 +148,58 @@ START_TEST(test_sparse_overwrite_truncate)
 END_TEST
 
 /* fsync of a small file must not write another file's delayed data. */
+/* Past the background threshold the writeback thread writes data back
+ * early, without any fsync, down to half the threshold; and background
+ * writeback makes its own new data durable before mapping it, so the
+ * next commit someone waits for (another file's fsync) needs no F1. */
+START_TEST(test_early_background_writeback)
+{
+	struct test_fs t;
+	tfs_setup(&t, 64 << 20, 4096, 0);
+	tfs_unmount(&t);
+	t.opts.commit_interval_ms = 3600 * 1000; /* the periodic pass: not now */
+	t.opts.dirty_limit_bytes = 8 << 20;      /* background threshold 4 MiB */
+	tfs_mount(&t);
+	uint64_t threshold = file_background_pages(t.fs);
+	ck_assert_uint_eq(threshold, (4u << 20) / 4096);
+	struct inode *root = tfs_root(&t);
+	struct inode *big = make_file(&t, root, "big");
+	size_t len = 6 << 20;
+	uint8_t *buf = malloc(len);
+	fill_pattern(buf, len, 9);
+	write_all(&t, big, buf, len, 0);
+	uint64_t dirty = 0;
+	for (int i = 0; i < 2000; i++) {
+		dirty = __atomic_load_n(&t.fs->dirty_pages, __ATOMIC_RELAXED);
+		if (dirty <= threshold / 2)
+			break;
+		usleep(1000);
+	}
+	ck_assert_msg(dirty <= threshold / 2, "%llu pages still dirty", (unsigned long long)dirty);
+	ck_assert_uint_gt(dirty, 0); /* early writeback stops at half the threshold */
+
+	/* The big file's new blocks are mapped by now; a small file's fsync
+	 * commits that mapping too, and needs one flush (no F1). */
+	struct inode *small = make_file(&t, root, "small");
+	write_all(&t, small, buf, 4096, 0);
+	struct blockdev_counts c0, c1;
+	blockdev_record_counts(t.rec, &c0);
+	ck_assert_int_eq(ordfs_fsync(t.fs, small, false), 0);
+	blockdev_record_counts(t.rec, &c1);
+	ck_assert_uint_eq(c1.flushes - c0.flushes, 1);
+
+	ck_assert_int_eq(ordfs_fsync(t.fs, big, false), 0);
+	inode_put(t.fs, small);
+	inode_put(t.fs, big);
+	inode_put(t.fs, root);
+	tfs_crash(&t);
+	tfs_mount(&t);
+	expect_content(&t, "big", buf, len);
+	free(buf);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 START_TEST(test_fsync_does_not_write_other_files)
 {
 	struct test_fs t;
@@ -884,6 +936,7 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_interrupted_truncate_finished_at_mount);
 	tcase_add_test(tc, test_data_journal_logs_file_data);
 	tcase_add_test(tc, test_ordered_logs_small_fsynced_data);
+	tcase_add_test(tc, test_early_background_writeback);
 	suite_add_tcase(s, tc);
 	return s;
 }
