@@ -125,6 +125,10 @@ void op_removexattr(struct crash_run *r, const char *path);
 void op_fsync(struct crash_run *r, const char *path, bool datasync);
 void op_fsyncdir_parent(struct crash_run *r, const char *path);
 void op_sync(struct crash_run *r);
+/* The background writeback pass the daemon's writeback thread makes
+ * (file_writeback_all, not waited for): data goes to the image in place,
+ * nothing becomes durable by promise. */
+void op_background_writeback(struct crash_run *r);
 
 /* ---- oracle.c ------------------------------------------------------------- */
 

@@ -18,6 +18,7 @@
 
 #include "harness.h"
 #include "ops.h"
+#include "file.h"
 #include "mkfs/mkfs.h"
 
 static const struct ordfs_cred cred = { 0, 0 };
@@ -474,6 +475,11 @@ static void mark_durable_all(struct crash_run *r)
 {
 	for (unsigned i = 0; r->universe && r->universe[i]; i++)
 		mark_node(r, r->universe[i], 'D');
+}
+
+void op_background_writeback(struct crash_run *r)
+{
+	(void)file_writeback_all(r->fs, false);
 }
 
 void op_sync(struct crash_run *r)

@@ -225,6 +225,9 @@ static void run_plan(const struct plan *pl)
 			if ((rng >> 20) % 3 != 0)
 				op -= op % GEN_PERSIST;
 			gen_apply(&r, op, rng >> 32);
+			/* now and then the writeback thread's pass */
+			if ((rng >> 24) % 8 == 0)
+				op_background_writeback(&r);
 		}
 	} else {
 		for (unsigned i = 0; i < pl->nops; i++)
