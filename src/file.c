@@ -72,12 +72,14 @@
 #define WB_CHUNK_BYTES (128u << 10)
 #define WB_YIELD_MAX_US 2000u
 #define WB_BUFFER_BYTES (1u << 20) /* a sync's own writeback, per device write */
-/* Early writeback: past BG_WRITEBACK_BYTES of dirty data (or half the
- * dirty limit) the writeback thread starts writing it in the background,
- * BG_SLICE_BYTES of a file per hold of its lock, so the disk works while
- * writers go on and an fsync finds less to do (bench B4). */
-#define BG_WRITEBACK_BYTES (32u << 20)
-#define BG_SLICE_BYTES (2u << 20)
+/* Early writeback: past half the dirty limit (as the kernel's background
+ * ratio is half its dirty ratio) the writeback thread starts writing in
+ * the background, BG_SLICE_BYTES of a file per hold of its lock, so the
+ * disk works while writers go on and a writer rarely reaches the limit.
+ * A lower threshold (32 MiB) was measured: bench B2's streaming writer
+ * then went to the disk at once, and the disk under the fsync loop's
+ * flushes took ~170 MiB/s of it, against ~1 GiB/s held in memory. */
+#define BG_SLICE_BYTES (1u << 20)
 /* The self-tuned dirty limit: about a second of the image's measured
  * write bandwidth, at least the default and at most this. */
 #define DIRTY_LIMIT_MAX_BYTES (1ull << 30)
@@ -304,8 +306,44 @@ static int cmp_page_lblk(const void *a, const void *b)
 	return x->lblk < y->lblk ? -1 : x->lblk > y->lblk;
 }
 
-/* Dirty pages of the inode sorted by logical block. */
-static int collect_pages(struct inode *inode, struct page ***out, uint64_t *n)
+/* Rearranges v[0..n) so that v[0..k) hold the k pages with the lowest
+ * logical blocks, in any order (quickselect: linear on average, so a
+ * slice of a file with a million dirty pages does not sort them all). */
+static void select_lowest(struct page **v, uint64_t n, uint64_t k)
+{
+	/* v[0..lo) are among the k lowest; the rest of them lie in [lo, hi) */
+	uint64_t lo = 0, hi = n;
+	while (lo < k && k < hi) {
+		/* Lomuto partition of [lo, hi) around the middle element
+		 * (logical blocks are unique, so it is excluded from both
+		 * sides and every round shrinks the range). */
+		uint64_t mid = lo + (hi - lo) / 2;
+		struct page *t = v[mid];
+		v[mid] = v[hi - 1];
+		v[hi - 1] = t;
+		uint64_t pivot = t->lblk, p = lo;
+		for (uint64_t i = lo; i < hi - 1; i++) {
+			if (v[i]->lblk < pivot) {
+				struct page *x = v[i];
+				v[i] = v[p];
+				v[p] = x;
+				p++;
+			}
+		}
+		v[hi - 1] = v[p];
+		v[p] = t;
+		/* [lo, p) < pivot = v[p] < (p, hi) */
+		if (k <= p)
+			hi = p;
+		else
+			lo = p + 1;
+	}
+}
+
+/* Dirty pages of the inode, the lowest max_pages of them (by logical
+ * block) sorted first; *n is how many were collected (all). */
+static int collect_pages(struct inode *inode, struct page ***out, uint64_t *n,
+			 uint64_t max_pages)
 {
 	uint64_t count = inode->pages ? inode->pages->count : 0;
 	struct page **v = malloc((count ? count : 1) * sizeof(*v));
@@ -315,7 +353,12 @@ static int collect_pages(struct inode *inode, struct page ***out, uint64_t *n)
 	for (uint64_t i = 0; i < page_buckets(inode->pages); i++)
 		for (struct page *p = inode->pages->slots[i]; p; p = p->next)
 			v[k++] = p;
-	qsort(v, k, sizeof(*v), cmp_page_lblk);
+	uint64_t sorted = k;
+	if (max_pages < k) {
+		select_lowest(v, k, max_pages);
+		sorted = max_pages;
+	}
+	qsort(v, sorted, sizeof(*v), cmp_page_lblk);
 	*out = v;
 	*n = k;
 	return 0;
@@ -624,7 +667,7 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited,
 {
 	struct page **v;
 	uint64_t n;
-	int err = collect_pages(inode, &v, &n);
+	int err = collect_pages(inode, &v, &n, max_pages);
 	if (err)
 		return err;
 	if (n > max_pages)
@@ -716,14 +759,17 @@ int file_writeback_all(struct ordfs *fs, bool waited)
 
 uint64_t file_background_pages(const struct ordfs *fs)
 {
-	uint64_t pages = BG_WRITEBACK_BYTES / fs->block_size;
-	uint64_t half = file_dirty_limit_pages(fs) / 2;
-	return pages < half ? pages : half;
+	return file_dirty_limit_pages(fs) / 2;
+}
+
+int file_writeback_slices(struct ordfs *fs, uint64_t max_pages)
+{
+	struct writeback_pass pass = { false, max_pages };
+	return inode_cache_for_each(fs, writeback_one, &pass);
 }
 
 int file_writeback_early(struct ordfs *fs)
 {
-	struct writeback_pass pass = { false, BG_SLICE_BYTES / fs->block_size };
 	int err = 0;
 	/* Slices of every dirty file, round after round, down to half the
 	 * threshold (or until a round changes nothing). */
@@ -731,7 +777,7 @@ int file_writeback_early(struct ordfs *fs)
 		uint64_t before = __atomic_load_n(&fs->dirty_pages, __ATOMIC_RELAXED);
 		if (before <= file_background_pages(fs) / 2)
 			break;
-		err = inode_cache_for_each(fs, writeback_one, &pass);
+		err = file_writeback_slices(fs, BG_SLICE_BYTES / fs->block_size);
 		if (err || __atomic_load_n(&fs->dirty_pages, __ATOMIC_RELAXED) >= before)
 			break;
 	}
@@ -846,7 +892,7 @@ int file_drop_pages(struct ordfs *fs, struct inode *inode, uint64_t first, uint6
 {
 	struct page **v;
 	uint64_t n;
-	int err = collect_pages(inode, &v, &n);
+	int err = collect_pages(inode, &v, &n, UINT64_MAX);
 	if (err)
 		return err;
 	for (uint64_t i = 0; i < n; i++)
@@ -859,7 +905,7 @@ int file_drop_pages(struct ordfs *fs, struct inode *inode, uint64_t first, uint6
 int file_page_blocks(struct inode *inode, uint64_t **out, uint64_t *n)
 {
 	struct page **v;
-	int err = collect_pages(inode, &v, n);
+	int err = collect_pages(inode, &v, n, UINT64_MAX);
 	if (err)
 		return err;
 	uint64_t *lblks = malloc((*n ? *n : 1) * sizeof(*lblks));

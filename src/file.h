@@ -41,6 +41,9 @@ int file_writeback_locked(struct ordfs *fs, struct inode *inode, bool waited);
 int file_writeback_all(struct ordfs *fs, bool waited);
 /* Dirty pages fs-wide past which the writeback thread starts early. */
 uint64_t file_background_pages(const struct ordfs *fs);
+/* Background writeback of the lowest max_pages dirty pages of every
+ * file (one slice each). */
+int file_writeback_slices(struct ordfs *fs, uint64_t max_pages);
 /* The writeback thread's early pass: slices of every dirty file until
  * the dirty data is down to half the background threshold. */
 int file_writeback_early(struct ordfs *fs);

@@ -125,10 +125,10 @@ void op_removexattr(struct crash_run *r, const char *path);
 void op_fsync(struct crash_run *r, const char *path, bool datasync);
 void op_fsyncdir_parent(struct crash_run *r, const char *path);
 void op_sync(struct crash_run *r);
-/* The background writeback pass the daemon's writeback thread makes
- * (file_writeback_all, not waited for): data goes to the image in place,
- * nothing becomes durable by promise. */
-void op_background_writeback(struct crash_run *r);
+/* A background writeback pass as the daemon's writeback thread makes
+ * them (not waited for): the lowest max_pages dirty pages of every file
+ * (UINT64_MAX: all) go to the image, nothing becomes durable by promise. */
+void op_background_writeback(struct crash_run *r, uint64_t max_pages);
 
 /* ---- oracle.c ------------------------------------------------------------- */
 

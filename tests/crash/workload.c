@@ -477,9 +477,9 @@ static void mark_durable_all(struct crash_run *r)
 		mark_node(r, r->universe[i], 'D');
 }
 
-void op_background_writeback(struct crash_run *r)
+void op_background_writeback(struct crash_run *r, uint64_t max_pages)
 {
-	(void)file_writeback_all(r->fs, false);
+	(void)file_writeback_slices(r->fs, max_pages);
 }
 
 void op_sync(struct crash_run *r)

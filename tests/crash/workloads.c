@@ -225,9 +225,11 @@ static void run_plan(const struct plan *pl)
 			if ((rng >> 20) % 3 != 0)
 				op -= op % GEN_PERSIST;
 			gen_apply(&r, op, rng >> 32);
-			/* now and then the writeback thread's pass */
+			/* now and then the writeback thread's pass: all, or
+			 * an early one's slices of a few pages */
 			if ((rng >> 24) % 8 == 0)
-				op_background_writeback(&r);
+				op_background_writeback(&r, (rng >> 28) % 2 ? UINT64_MAX
+									    : 1 + (rng >> 29) % 3);
 		}
 	} else {
 		for (unsigned i = 0; i < pl->nops; i++)
