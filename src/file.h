@@ -26,7 +26,7 @@ struct handle;
 /* True if the inode has dirty pages (any lock may be held; it is a hint
  * for eviction, read under the inode cache lock). */
 bool file_has_dirty(const struct inode *inode);
-/* Dirty pages fs-wide past which a writer writes back its own file. */
+/* Dirty pages fs-wide past which a writer writes back its own pages. */
 uint64_t file_dirty_limit_pages(const struct ordfs *fs);
 /* Delayed pages (reserved, not yet allocated) of the inode. */
 uint64_t file_delayed_blocks(const struct inode *inode);
@@ -36,9 +36,13 @@ void file_pages_destroy(struct inode *inode);
  * exclusively and no handle.  `waited`: a caller waits for the commit
  * (fsync), so in data=ordered a little new data is logged (file.c). */
 int file_writeback_locked(struct ordfs *fs, struct inode *inode, bool waited);
-/* Writes back every dirty inode in the cache (sync, unmount, the periodic
- * thread); `waited` as for file_writeback_locked. */
+/* Writes back every dirty inode in the cache, each in one hold of its
+ * lock (sync, unmount); `waited` as for file_writeback_locked. */
 int file_writeback_all(struct ordfs *fs, bool waited);
+/* The writeback thread's periodic pass: every dirty file, in slices with
+ * its lock let go between them (data written meanwhile may wait for the
+ * next pass). */
+int file_writeback_periodic(struct ordfs *fs);
 /* Dirty pages fs-wide past which the writeback thread starts early. */
 uint64_t file_background_pages(const struct ordfs *fs);
 /* Background writeback of the lowest max_pages dirty pages of every

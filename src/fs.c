@@ -188,7 +188,7 @@ static void *writeback_main(void *arg)
 		if (fs->writeback_stop)
 			break;
 		pthread_mutex_unlock(&fs->writeback_lock);
-		(void)file_writeback_all(fs, false); /* errors stay with the pages */
+		(void)file_writeback_periodic(fs); /* errors stay with the pages */
 		(void)atime_write_lazy(fs, false); /* lazytime: 24 hours old */
 		pthread_mutex_lock(&fs->writeback_lock);
 		clock_gettime(CLOCK_REALTIME, &next);

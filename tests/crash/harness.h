@@ -127,7 +127,8 @@ void op_fsyncdir_parent(struct crash_run *r, const char *path);
 void op_sync(struct crash_run *r);
 /* A background writeback pass as the daemon's writeback thread makes
  * them (not waited for): the lowest max_pages dirty pages of every file
- * (UINT64_MAX: all) go to the image, nothing becomes durable by promise. */
+ * (an early pass), or UINT64_MAX: the periodic pass, every page in
+ * slices; they go to the image, nothing becomes durable by promise. */
 void op_background_writeback(struct crash_run *r, uint64_t max_pages);
 
 /* ---- oracle.c ------------------------------------------------------------- */

@@ -152,6 +152,76 @@ END_TEST
  * early, without any fsync, down to half the threshold; and background
  * writeback makes its own new data durable before mapping it, so the
  * next commit someone waits for (another file's fsync) needs no F1. */
+/* Asserts that the file's dirty pages are exactly the blocks
+ * [first, first + n) * stride, and that each holds a reservation. */
+static void assert_pages_are(struct inode *f, uint64_t first, uint64_t n, uint64_t stride)
+{
+	uint64_t *blocks, count;
+	ck_assert_int_eq(file_page_blocks(f, &blocks, &count), 0);
+	ck_assert_uint_eq(count, n);
+	for (uint64_t i = 0; i < n; i++)
+		ck_assert_uint_eq(blocks[i], (first + i) * stride);
+	free(blocks);
+	ck_assert_uint_eq(file_delayed_blocks(f), n);
+}
+
+/* A slice writes the file's lowest pages, found by probing upward when
+ * they are dense and by walking every page when they are not; the
+ * periodic pass writes everything slice by slice; st_blocks' count of
+ * delayed blocks follows. */
+START_TEST(test_writeback_slices_lowest_first)
+{
+	struct test_fs t;
+	tfs_setup(&t, 64 << 20, 4096, 0);
+	tfs_unmount(&t);
+	t.opts.commit_interval_ms = 3600 * 1000; /* the thread stays out */
+	tfs_mount(&t);
+	struct inode *root = tfs_root(&t);
+	uint32_t bs = 4096;
+	uint8_t *buf = malloc(1024 * (size_t)bs);
+	fill_pattern(buf, 1024 * (size_t)bs, 5);
+
+	/* Dense: 1024 pages, written highest half first. */
+	struct inode *dense = make_file(&t, root, "dense");
+	write_all(&t, dense, buf + 512 * (size_t)bs, 512 * (size_t)bs, 512 * (uint64_t)bs);
+	write_all(&t, dense, buf, 512 * (size_t)bs, 0);
+	assert_pages_are(dense, 0, 1024, 1);
+	ck_assert_int_eq(file_writeback_slices(t.fs, 256), 0);
+	assert_pages_are(dense, 256, 768, 1);
+	/* A page below the written ones comes back as the lowest. */
+	write_all(&t, dense, buf + 3 * (size_t)bs, bs, 3 * (uint64_t)bs);
+	ck_assert_int_eq(file_writeback_slices(t.fs, 1), 0);
+	assert_pages_are(dense, 256, 768, 1);
+
+	/* Sparse: 300 pages 1000 blocks apart, beyond any probing. */
+	struct inode *sparse = make_file(&t, root, "sparse");
+	for (uint64_t i = 300; i-- > 0;)
+		write_all(&t, sparse, buf + (i % 1024) * bs, bs, i * 1000 * bs);
+	assert_pages_are(sparse, 0, 300, 1000);
+	ck_assert_int_eq(file_writeback_slices(t.fs, 256), 0);
+	assert_pages_are(sparse, 256, 44, 1000);
+	assert_pages_are(dense, 512, 512, 1);
+
+	/* The periodic pass leaves nothing dirty and the sizes on disk. */
+	ck_assert_int_eq(file_writeback_periodic(t.fs), 0);
+	assert_pages_are(dense, 0, 0, 1);
+	assert_pages_are(sparse, 0, 0, 1);
+	ck_assert_uint_eq(dense->d.size, 1024 * (uint64_t)bs);
+	ck_assert_uint_eq(sparse->d.size, 299001 * (uint64_t)bs);
+	uint8_t *back = malloc(1024 * (size_t)bs);
+	ck_assert_int_eq(ordfs_read(t.fs, dense, back, 1024 * (size_t)bs, 0), 1024 * bs);
+	ck_assert_mem_eq(back, buf, 1024 * (size_t)bs);
+	ck_assert_int_eq(ordfs_read(t.fs, sparse, back, bs, 299000 * (uint64_t)bs), bs);
+	ck_assert_mem_eq(back, buf + 299 * (size_t)bs, bs);
+	free(back);
+	free(buf);
+	inode_put(t.fs, sparse);
+	inode_put(t.fs, dense);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 START_TEST(test_early_background_writeback)
 {
 	struct test_fs t;
@@ -937,6 +1007,7 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_data_journal_logs_file_data);
 	tcase_add_test(tc, test_ordered_logs_small_fsynced_data);
 	tcase_add_test(tc, test_early_background_writeback);
+	tcase_add_test(tc, test_writeback_slices_lowest_first);
 	suite_add_tcase(s, tc);
 	return s;
 }
