@@ -957,7 +957,7 @@ static int remove_step(struct ordfs *fs, struct handle *h, struct inode *inode, 
 		       uint64_t end)
 {
 	struct path p;
-	struct cut c;
+	struct cut c = { 0 }; /* c.r is set when found == 1; gcc -O2 cannot tell */
 	int found = find_last_in_range(fs, inode, lblk, end, &p, &c.r);
 	if (found <= 0)
 		return found;
