@@ -123,28 +123,25 @@ START_TEST(test_refuses_bad_options)
 {
 	struct mnt m;
 	mnt_setup(&m, "32M");
-	const char *bogus[] = { "-o", "bogus", NULL };
-	expect_refused(m.image, m.mountpoint, bogus, "bogus");
-	const char *bogus_late[] = { "-o", "data=ordered,noatime_typo", NULL };
-	expect_refused(m.image, m.mountpoint, bogus_late, "noatime_typo");
-	const char *data[] = { "-o", "data=bogus", NULL };
-	expect_refused(m.image, m.mountpoint, data, "bogus");
-	const char *commit[] = { "-o", "commit=x", NULL };
-	expect_refused(m.image, m.mountpoint, commit, "commit");
-	const char *commit_neg[] = { "-o", "commit=-1", NULL };
-	expect_refused(m.image, m.mountpoint, commit_neg, "commit");
-	const char *policy[] = { "-o", "flush_error=shrug", NULL };
-	expect_refused(m.image, m.mountpoint, policy, "shrug");
-	const char *errors[] = { "-o", "errors=panic-now", NULL };
-	expect_refused(m.image, m.mountpoint, errors, "panic-now");
-	const char *dirty_small[] = { "-o", "dirty_limit=4K", NULL };
-	expect_refused(m.image, m.mountpoint, dirty_small, "dirty_limit");
-	const char *dirty_big[] = { "-o", "dirty_limit=65G", NULL };
-	expect_refused(m.image, m.mountpoint, dirty_big, "dirty_limit");
-	const char *dirty_unit[] = { "-o", "dirty_limit=3T", NULL };
-	expect_refused(m.image, m.mountpoint, dirty_unit, "dirty_limit");
-	const char *ioprio[] = { "-o", "journal_ioprio=8", NULL };
-	expect_refused(m.image, m.mountpoint, ioprio, "journal_ioprio");
+	/* -o values the daemon must refuse, each with the word its message
+	 * has to name */
+	static const char *const bad_opts[][2] = {
+		{ "bogus", "bogus" },
+		{ "data=ordered,noatime_typo", "noatime_typo" },
+		{ "data=bogus", "bogus" },
+		{ "commit=x", "commit" },
+		{ "commit=-1", "commit" },
+		{ "flush_error=shrug", "shrug" },
+		{ "errors=panic-now", "panic-now" },
+		{ "dirty_limit=4K", "dirty_limit" },
+		{ "dirty_limit=65G", "dirty_limit" },
+		{ "dirty_limit=3T", "dirty_limit" },
+		{ "journal_ioprio=8", "journal_ioprio" },
+	};
+	for (size_t i = 0; i < sizeof(bad_opts) / sizeof(bad_opts[0]); i++) {
+		const char *args[] = { "-o", bad_opts[i][0], NULL };
+		expect_refused(m.image, m.mountpoint, args, bad_opts[i][1]);
+	}
 	const char *dash_o[] = { "-o", NULL };
 	expect_refused(m.image, m.mountpoint, dash_o, NULL);
 	const char *unknown_flag[] = { "-x", NULL };
