@@ -289,6 +289,13 @@ void ordfs_inode_encode(const struct ordfs_inode *ino, uint32_t inum, uint32_t c
 	ordfs_inode_csum_set(out, inum, csum_seed);
 }
 
+void ordfs_inode_patch_next_orphan(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum,
+				   uint32_t csum_seed, uint32_t next)
+{
+	le_put32(raw + 96, next);
+	ordfs_inode_csum_set(raw, inum, csum_seed);
+}
+
 int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 		       uint32_t csum_seed, struct ordfs_inode *ino)
 {

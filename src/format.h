@@ -320,6 +320,9 @@ void ordfs_inode_encode(const struct ordfs_inode *ino, uint32_t inum, uint32_t c
 void ordfs_extent_root_init(uint8_t data[ORDFS_INODE_DATA_LEN]);
 /* Sets the checksum of a raw inode slot (bytes 252..255). */
 void ordfs_inode_csum_set(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum, uint32_t csum_seed);
+/* Rewrites only next_orphan (offset 96) of an encoded slot, and its checksum. */
+void ordfs_inode_patch_next_orphan(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum,
+				   uint32_t csum_seed, uint32_t next);
 /* 0, or -EUCLEAN (bad checksum, nsec >= 10^9, unknown flags, ...). */
 int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 		       uint32_t csum_seed, struct ordfs_inode *ino);

@@ -75,7 +75,9 @@ struct ordfs {
 
 	struct journal_recovery_info recovery; /* what the mount replayed */
 
-	pthread_mutex_t orphan_lock;  /* orphan list: sb.orphan_head, next_orphan */
+	pthread_mutex_t orphan_lock;  /* orphan list (orphan.h): sb.orphan_head,
+					 next_orphan, the in-memory links */
+	struct inode *orphan_first;   /* orphan_lock: the list in memory */
 	pthread_mutex_t rename_lock;  /* directory renames across parents */
 	uint64_t dirty_pages;         /* delayed pages fs-wide (atomic) */
 

@@ -22,6 +22,7 @@
 #include "cache/bcache.h"
 #include "extent/extent.h"
 #include "journal/journal.h"
+#include "ordfs_assert.h"
 
 #define ICACHE_SLOTS 4096u
 
@@ -46,6 +47,7 @@ int inode_cache_create(struct ordfs *fs, struct inode_cache **out)
 static void inode_free(struct inode *inode)
 {
 	file_pages_destroy(inode);
+	pthread_mutex_destroy(&inode->raw_lock);
 	errseq_destroy(&inode->wb_err);
 	pthread_rwlock_destroy(&inode->lock);
 	free(inode);
@@ -117,6 +119,7 @@ static struct inode *inode_alloc_mem(uint32_t ino)
 		return NULL;
 	inode->ino = ino;
 	pthread_rwlock_init(&inode->lock, NULL);
+	pthread_mutex_init(&inode->raw_lock, NULL);
 	errseq_init(&inode->wb_err);
 	return inode;
 }
@@ -197,13 +200,21 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 	 * until it is written; an unlinked one's is thrown away by its
 	 * eviction. */
 	if (--inode->refs > 0 ||
-	    ((file_has_dirty(inode) || inode->atime_dirty) && inode->d.links > 0)) {
+	    ((file_has_dirty(inode) || __atomic_load_n(&inode->atime_dirty, __ATOMIC_RELAXED)) &&
+	     inode->d.links > 0)) {
 		pthread_mutex_unlock(&ic->lock);
 		return;
 	}
 	if (inode->d.links == 0 && (flags & INODE_PUT_NO_EVICT)) {
 		/* Stays cached (and on the orphan list) for a later put, the
 		 * unmount or the next mount. */
+		pthread_mutex_unlock(&ic->lock);
+		return;
+	}
+	if (__atomic_load_n(&inode->on_orphan_list, __ATOMIC_ACQUIRE) &&
+	    (inode->evicting || inode->d.links > 0)) {
+		/* The in-memory orphan list points at it: an eviction or a
+		 * truncate that failed left it there for the next mount. */
 		pthread_mutex_unlock(&ic->lock);
 		return;
 	}
@@ -297,13 +308,38 @@ int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigne
 		return err;
 	err = journal_get_write_access(h, b, 0);
 	if (!err) {
+		pthread_mutex_lock(&inode->raw_lock);
 		ordfs_inode_encode(&inode->d, inode->ino, fs->csum_seed, b->data + off);
+		pthread_mutex_unlock(&inode->raw_lock);
 		inode->times_dirty = false;
-		inode->atime_dirty = false; /* d.atime went with the rest */
+		/* d.atime went with the rest */
+		__atomic_store_n(&inode->atime_dirty, false, __ATOMIC_RELAXED);
 		uint64_t tid = journal_handle_tid(h);
-		inode->sync_tid = tid;
+		__atomic_store_n(&inode->sync_tid, tid, __ATOMIC_RELAXED);
 		if (flags & INODE_WRITE_DATASYNC)
-			inode->datasync_tid = tid;
+			__atomic_store_n(&inode->datasync_tid, tid, __ATOMIC_RELAXED);
+	}
+	bcache_put(fs->cache, b);
+	return err;
+}
+
+int inode_write_next_orphan(struct ordfs *fs, struct handle *h, struct inode *inode,
+			    uint32_t next)
+{
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(&fs->sb, inode->ino, &blk, &off);
+
+	struct buf *b;
+	int err = bcache_read(fs->cache, blk, &b);
+	if (err)
+		return err;
+	err = journal_get_write_access(h, b, 0);
+	if (!err) {
+		pthread_mutex_lock(&inode->raw_lock);
+		inode->d.next_orphan = next;
+		ordfs_inode_patch_next_orphan(b->data + off, inode->ino, fs->csum_seed, next);
+		pthread_mutex_unlock(&inode->raw_lock);
 	}
 	bcache_put(fs->cache, b);
 	return err;

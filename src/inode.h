@@ -18,6 +18,13 @@
  *  - inode_write records the handle's transaction in sync_tid, so fsync
  *    knows which commit it needs; datasync_tid only when more than
  *    timestamps changed (INODE_WRITE_DATASYNC).
+ *  - inode->raw_lock (a leaf: nothing is taken under it) owns the inode's
+ *    bytes in its inode table buffer: encoding a slot and computing its
+ *    checksum happen under it as one step, so two threads that write the
+ *    same slot (its owner, and the orphan list linking past it) never mix
+ *    their bytes or checksum bytes they did not write (ext4's i_raw_lock).
+ *    d.next_orphan is the orphan list's (orphan.h): written holding
+ *    orphan_lock and raw_lock, read holding either.
  */
 #ifndef ORDFS_INODE_H
 #define ORDFS_INODE_H
@@ -38,14 +45,20 @@ struct inode {
 	pthread_rwlock_t lock;
 	struct ordfs_inode d;  /* on-disk fields (inode->lock) */
 	uint64_t size;         /* user-visible size (inode->lock) */
-	uint64_t sync_tid;     /* last transaction that changed the inode */
-	uint64_t datasync_tid; /* last transaction that changed more than times */
+	pthread_mutex_t raw_lock; /* the inode's slot in its table buffer */
+	uint64_t sync_tid;     /* last transaction that changed the inode (atomic) */
+	uint64_t datasync_tid; /* last transaction that changed more than times (atomic) */
 	struct page_cache *pages; /* file data awaiting writeback (file.c) */
 	bool times_dirty;      /* d's timestamps changed since the last inode_write */
-	bool atime_dirty;      /* lazytime: d.atime changed, not yet written */
+	bool atime_dirty;      /* lazytime: d.atime changed, not yet written
+				  (inode->lock; atomic, for racy peeks) */
 	int64_t atime_dirty_since; /* CLOCK_REALTIME seconds when it first did */
 	struct errseq wb_err;  /* write errors of this file's data and commits,
 				  reported once per open file description */
+
+	/* fs->orphan_lock: the in-memory orphan list (orphan.h) */
+	struct inode *orphan_prev, *orphan_next;
+	bool on_orphan_list;   /* also read atomically without the lock */
 
 	/* inode_cache lock */
 	uint32_t refs;
@@ -75,6 +88,12 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags);
 
 /* Encodes inode->d into its inode table block under h. */
 int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigned flags);
+
+/* Sets d.next_orphan and patches only that field (and the checksum) of the
+ * inode's slot under h, without reading the rest of d: the orphan list's
+ * write to an inode whose lock another thread may hold.  orphan_lock held. */
+int inode_write_next_orphan(struct ordfs *fs, struct handle *h, struct inode *inode,
+			    uint32_t next);
 
 /* Allocates and initialises a new inode (links 0: the caller links it). */
 int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mode,

@@ -3,8 +3,10 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "log.h"
+#include "ordfs_assert.h"
 
 static ordfs_log_sink current_sink;
 
@@ -25,4 +27,11 @@ void ordfs_log(int prio, const char *fmt, ...)
 		sink(prio, msg);
 	else
 		fprintf(stderr, "ordfs: %s\n", msg);
+}
+
+void ordfs_assert_fail(const char *cond, const char *file, int line, const char *func)
+{
+	ordfs_log(LOG_ERR, "internal error: rule broken at %s:%d in %s(): %s", file, line, func,
+		  cond);
+	abort();
 }

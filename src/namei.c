@@ -14,14 +14,14 @@
  *  - An inode whose link count drops to 0 goes on the orphan list in the
  *    same handle; its blocks and inode are freed when its last reference
  *    goes (ordfs_inode_evict), or at the next mount after a crash.
- *  - The orphan list is a chain through next_orphan, headed in the
- *    superblock; orphan_lock owns sb.orphan_head and every next_orphan.
+ *  - The orphan list itself is orphan.c's.
  *  - A new inode's mode and ACLs are decided before the handle, under the
  *    directory's lock (acl_inherit_prepare: the directory's default ACL,
  *    or else the caller's umask); its xattr block comes out of a block
  *    reserved beforehand, so only I/O can fail after the name is added.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <dirent.h>
@@ -40,6 +40,7 @@
 #include "journal/journal.h"
 #include "acl.h"
 #include "xattr.h"
+#include "orphan.h"
 
 static uint8_t dtype_of(uint16_t mode)
 {
@@ -73,63 +74,7 @@ static void touch_dir(struct inode *dir)
 	dir->d.mtime = dir->d.ctime = ordfs_now();
 }
 
-/* ---- the orphan list ---------------------------------------------------- */
-
-static int set_orphan_head(struct ordfs *fs, struct handle *h, uint32_t ino)
-{
-	pthread_mutex_lock(&fs->sb_lock);
-	fs->sb.orphan_head = ino;
-	int err = ordfs_write_super_journaled(fs, h);
-	pthread_mutex_unlock(&fs->sb_lock);
-	return err;
-}
-
-static int orphan_add(struct ordfs *fs, struct handle *h, struct inode *inode)
-{
-	pthread_mutex_lock(&fs->orphan_lock);
-	inode->d.next_orphan = fs->sb.orphan_head;
-	inode->d.flags |= ORDFS_INODE_ORPHAN;
-	int err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
-	if (!err)
-		err = set_orphan_head(fs, h, inode->ino);
-	pthread_mutex_unlock(&fs->orphan_lock);
-	return err;
-}
-
-/* Unlinks inode from the orphan chain.  The predecessor's next_orphan is
- * owned by orphan_lock; its owner may be changing other fields of its d,
- * but it always re-encodes them in the same transaction (handles of one
- * transaction overlap), so the committed slot is consistent. */
-static int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode)
-{
-	int err = 0;
-
-	pthread_mutex_lock(&fs->orphan_lock);
-	uint32_t next = inode->d.next_orphan;
-	if (fs->sb.orphan_head == inode->ino) {
-		err = set_orphan_head(fs, h, next);
-	} else {
-		uint32_t cur = fs->sb.orphan_head;
-		for (uint32_t steps = 0; cur && steps < fs->sb.inode_count; steps++) {
-			struct inode *p;
-			err = inode_get(fs, cur, &p);
-			if (err)
-				break;
-			if (p->d.next_orphan == inode->ino) {
-				p->d.next_orphan = next;
-				err = inode_write(fs, h, p, 0);
-				inode_put_flags(fs, p, INODE_PUT_NO_EVICT);
-				break;
-			}
-			cur = p->d.next_orphan;
-			inode_put_flags(fs, p, INODE_PUT_NO_EVICT);
-		}
-	}
-	inode->d.next_orphan = 0;
-	inode->d.flags &= ~ORDFS_INODE_ORPHAN;
-	pthread_mutex_unlock(&fs->orphan_lock);
-	return err;
-}
+/* ---- the orphan list's users: truncate, eviction, mount ----------------- */
 
 /* Truncates that free blocks in several handles keep the inode on the
  * orphan list from the handle that lowers the size to the last one, so a
@@ -198,13 +143,17 @@ void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
 
 int ordfs_process_orphans(struct ordfs *fs)
 {
-	uint32_t steps = 0;
-	while (fs->sb.orphan_head && steps++ < fs->sb.inode_count) {
-		uint32_t ino = fs->sb.orphan_head;
-		struct inode *inode;
-		int err = inode_get(fs, ino, &inode);
-		if (err)
-			return err;
+	struct inode **held;
+	uint32_t n;
+	int err = orphan_list_load(fs, &held, &n);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < n; i++) {
+		struct inode *inode = held[i];
+		if (err) {
+			inode_put_flags(fs, inode, INODE_PUT_NO_EVICT);
+			continue;
+		}
 		if (inode->d.links > 0) {
 			/* A truncate interrupted by the crash: d.size is already
 			 * the new size; free what lies past it, then take the
@@ -216,13 +165,13 @@ int ordfs_process_orphans(struct ordfs *fs)
 				err = ordfs_truncate_end(fs, inode);
 			pthread_rwlock_unlock(&inode->lock);
 		}
+		uint32_t ino = inode->ino;
 		inode_put(fs, inode); /* links == 0: evicts */
-		if (err)
-			return err;
-		if (fs->sb.orphan_head == ino)
-			return -EUCLEAN; /* eviction failed to make progress */
+		if (!err && orphan_head(fs) == ino)
+			err = -EUCLEAN; /* eviction failed to make progress */
 	}
-	return 0;
+	free(held);
+	return err;
 }
 
 /* ---- lookup and create ---------------------------------------------------- */

@@ -57,13 +57,13 @@ int atime_touch(struct ordfs *fs, struct inode *inode)
 		if (p->lazytime) {
 			if (!inode->atime_dirty)
 				inode->atime_dirty_since = now.sec;
-			inode->atime_dirty = true;
+			__atomic_store_n(&inode->atime_dirty, true, __ATOMIC_RELAXED);
 		} else {
 			err = write_inode_times(fs, inode);
 			if (err) {
 				/* Kept in memory like a lazy one: the next write
 				 * of the inode, sync or unmount takes it along. */
-				inode->atime_dirty = true;
+				__atomic_store_n(&inode->atime_dirty, true, __ATOMIC_RELAXED);
 				inode->atime_dirty_since = now.sec;
 			}
 		}

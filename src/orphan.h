@@ -1,0 +1,52 @@
+/*
+ * orphan.h - the orphan list: inodes whose blocks or inode must still be
+ * freed, so a crash in between is finished by the next mount.
+ *
+ * Owns: the list on disk (a chain through each inode's next_orphan, headed
+ * by sb.orphan_head) and its copy in memory (doubly linked through
+ * inode->orphan_prev/orphan_next, first at fs->orphan_first), kept in the
+ * same order.
+ *
+ * Rules:
+ *  - fs->orphan_lock owns sb.orphan_head, every d.next_orphan (together
+ *    with that inode's raw_lock) and the in-memory links.  Lock order:
+ *    inode locks -> journal_start -> orphan_lock -> sb_lock, raw_lock.
+ *  - Adding or removing an inode changes the list in memory only once the
+ *    on-disk change is made under the handle; removal finds the
+ *    predecessor in memory (no inode_get, no walk of the chain) and
+ *    patches only its next_orphan (inode_write_next_orphan), since its
+ *    owner may hold its lock and be changing the rest of it.
+ *  - An inode on the list is never dropped from the inode cache
+ *    (inode_put keeps it), so the in-memory pointers stay valid.
+ *  - After mount the list on disk and in memory are the same: the mount
+ *    loads the chain (orphan_list_load) and frees what it names.
+ */
+#ifndef ORDFS_ORPHAN_H
+#define ORDFS_ORPHAN_H
+
+#include <stdint.h>
+
+struct ordfs;
+struct handle;
+struct inode;
+
+/* Puts inode (its lock held exclusively) at the head of the list under h:
+ * writes the inode with ORDFS_INODE_ORPHAN and its next_orphan, and the
+ * superblock's head.  On failure nothing in memory changed. */
+int orphan_add(struct ordfs *fs, struct handle *h, struct inode *inode);
+
+/* Takes inode (its lock held exclusively) off the list under h: the
+ * predecessor's next_orphan or the head moves past it, and inode's own
+ * d.next_orphan and ORDFS_INODE_ORPHAN are cleared for the caller's next
+ * inode_write.  Not on the list: clears them and returns 0. */
+int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode);
+
+/* The inode number at the head of the list (0: empty). */
+uint32_t orphan_head(struct ordfs *fs);
+
+/* Mount: reads the chain on disk into memory.  Returns every inode on it,
+ * in order, each with a reference the caller drops (*out, *count; *out is
+ * malloc'd).  -EUCLEAN for a chain that loops or names a free inode. */
+int orphan_list_load(struct ordfs *fs, struct inode ***out, uint32_t *count);
+
+#endif
