@@ -1,17 +1,21 @@
 #!/bin/bash
-# test.sh - install what is missing, build, and run the whole test suite twice:
-# a normal build and an AddressSanitizer + UndefinedBehaviorSanitizer build;
-# then the image fuzzer for a bounded time.
+# test.sh - install what is missing, build, and run the whole test suite three
+# times: a normal build, an AddressSanitizer + UndefinedBehaviorSanitizer
+# build and a ThreadSanitizer build (clang; the daemon under test is the
+# TSan build, so a data race in any mounted test fails it); then the image
+# fuzzer for a bounded time.
 #
 # Usage: scripts/test.sh
-#   BUILD_DIR (default build) and ASAN_BUILD_DIR (default build-asan) name
-#   the build directories; FUZZ_SECONDS (default 60, 0 = skip) bounds the
-#   fuzz run.  Exits non-zero if anything fails.
+#   BUILD_DIR (default build), ASAN_BUILD_DIR (default build-asan) and
+#   TSAN_BUILD_DIR (default build-tsan) name the build directories;
+#   FUZZ_SECONDS (default 60, 0 = skip) bounds the fuzz run; TSAN=0 skips
+#   the ThreadSanitizer suite.  Exits non-zero if anything fails.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
+TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
 
 bash scripts/install-deps.sh
 
@@ -26,18 +30,43 @@ run_suite() { # run_suite NAME DIR MESON_OPTION...
 	echo "=== $name: build ($dir)"
 	if ! bash scripts/build.sh "$dir" "$@"; then
 		result[$name]="build FAILED"
-		return
+		return 1
 	fi
 	echo "=== $name: test"
 	if meson test -C "$dir" --print-errorlogs; then
 		result[$name]="passed"
 	else
 		result[$name]="tests FAILED (see $dir/meson-logs/testlog.txt)"
+		return 1
 	fi
 }
 
-run_suite normal "$BUILD_DIR"
-run_suite asan+ubsan "$ASAN_BUILD_DIR" -Db_sanitize=address,undefined -Db_lundef=false
+# ThreadSanitizer: every program of the suite, the daemons the mounted tests
+# start included, writes its reports to one folder, and any report fails
+# the suite, also from a daemon killed on purpose or one that detached (its
+# exit status is not seen).  A process with a report also exits 66.
+# tests/tsan.supp holds the suppressions, each with the reason it is benign.
+run_tsan_suite() {
+	local reports
+	reports="$(pwd)/$TSAN_BUILD_DIR/tsan-reports"
+	rm -rf "$reports"
+	mkdir -p "$reports"
+	TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 log_path=$reports/report suppressions=$(pwd)/tests/tsan.supp" \
+		ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} \
+		CC=clang run_suite tsan "$TSAN_BUILD_DIR" -Db_sanitize=thread -Db_lundef=false || true
+	if [ -n "$(ls -A "$reports")" ]; then
+		echo "=== tsan: $(ls "$reports" | wc -l) program(s) reported data races:"
+		cat "$reports"/*
+		result[tsan]="FAILED: ThreadSanitizer reports in $reports"
+	fi
+}
+
+run_suite normal "$BUILD_DIR" || true
+run_suite asan+ubsan "$ASAN_BUILD_DIR" -Db_sanitize=address,undefined -Db_lundef=false || true
+result[tsan]="skipped (TSAN=0)"
+if [ "${TSAN:-1}" != 0 ]; then
+	run_tsan_suite
+fi
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 result[fuzz]="skipped (FUZZ_SECONDS=0)"
@@ -53,7 +82,7 @@ fi
 echo
 echo "=== summary"
 status=0
-for name in normal asan+ubsan fuzz; do
+for name in normal asan+ubsan tsan fuzz; do
 	printf '%-12s %s\n' "$name" "${result[$name]}"
 	case "${result[$name]}" in passed | skipped*) ;; *) status=1 ;; esac
 done

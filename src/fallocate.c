@@ -374,11 +374,10 @@ static int fallocate_finish(struct ordfs *fs, struct inode *inode, uint64_t new_
 	return err ? err : serr;
 }
 
-int ordfs_fallocate(struct ordfs *fs, struct inode *inode, int mode, uint64_t off, uint64_t len)
+static int fallocate_once(struct ordfs *fs, struct inode *inode, int mode, uint64_t off,
+			  uint64_t len)
 {
-	int err = fallocate_check(fs, inode, mode, off, len);
-	if (err)
-		return err;
+	int err;
 	uint32_t bs = fs->block_size;
 	uint64_t end = off + len;
 	bool keep = mode & FALLOC_FL_KEEP_SIZE;
@@ -476,4 +475,16 @@ off_t ordfs_seek_data_hole(struct ordfs *fs, struct inode *inode, uint64_t off, 
 	pthread_rwlock_unlock(&inode->lock);
 	free(sp.pages);
 	return (off_t)ret;
+}
+
+int ordfs_fallocate(struct ordfs *fs, struct inode *inode, int mode, uint64_t off, uint64_t len)
+{
+	int err = fallocate_check(fs, inode, mode, off, len);
+	if (err)
+		return err;
+	unsigned retries = 0;
+	do
+		err = fallocate_once(fs, inode, mode, off, len);
+	while (ordfs_should_retry_alloc(fs, err, &retries));
+	return err;
 }

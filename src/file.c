@@ -280,7 +280,10 @@ static int page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool w
 	int mapped = extent_lookup(fs, inode, lblk, &ext);
 	int err = mapped < 0 ? mapped : 0;
 	if (!err && mapped == 0) {
-		err = alloc_reserve(fs->alloc, 1);
+		unsigned retries = 0;
+		do
+			err = alloc_reserve(fs->alloc, 1);
+		while (ordfs_should_retry_alloc(fs, err, &retries));
 		page->reserved = !err;
 	}
 	if (!err && !whole && mapped == 1)
@@ -758,7 +761,11 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited,
 static int writeback_some_locked(struct ordfs *fs, struct inode *inode, bool waited,
 				 uint64_t max_pages)
 {
-	int err = writeback_pages(fs, inode, waited, max_pages);
+	int err;
+	unsigned retries = 0;
+	do /* metadata (extent blocks) may wait for freed blocks to commit */
+		err = writeback_pages(fs, inode, waited, max_pages);
+	while (ordfs_should_retry_alloc(fs, err, &retries));
 	if (err && err != -EROFS && err != -ENOMEM)
 		errseq_set(&inode->wb_err, err);
 	return err;
@@ -766,7 +773,11 @@ static int writeback_some_locked(struct ordfs *fs, struct inode *inode, bool wai
 
 int file_writeback_locked(struct ordfs *fs, struct inode *inode, bool waited)
 {
-	int err = writeback_pages(fs, inode, waited, UINT64_MAX);
+	int err;
+	unsigned retries = 0;
+	do /* metadata (extent blocks) may wait for freed blocks to commit */
+		err = writeback_pages(fs, inode, waited, UINT64_MAX);
+	while (ordfs_should_retry_alloc(fs, err, &retries));
 	/* Pages that failed stay dirty (written again next time); every open
 	 * file description of the file hears about it once. */
 	if (err && err != -EROFS && err != -ENOMEM)
@@ -788,9 +799,11 @@ static bool has_writeback_work(const struct inode *inode)
 static int writeback_one(struct ordfs *fs, struct inode *inode, void *ctx)
 {
 	const struct writeback_pass *pass = ctx;
-	if ((inode->d.mode & 0170000) != 0100000 || inode->d.links == 0)
-		return 0; /* an unlinked file's data dies with it */
 	pthread_rwlock_wrlock(&inode->lock);
+	if ((inode->d.mode & 0170000) != 0100000 || inode->d.links == 0) {
+		pthread_rwlock_unlock(&inode->lock);
+		return 0; /* an unlinked file's data dies with it */
+	}
 	int err = 0;
 	if (has_writeback_work(inode))
 		err = writeback_some_locked(fs, inode, pass->waited, pass->max_pages);

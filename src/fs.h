@@ -139,6 +139,13 @@ void ordfs_record_error(struct ordfs *fs, int err);
 /* 0 if the filesystem takes modifications, else -EROFS. */
 int ordfs_writable(struct ordfs *fs);
 
+/* After an allocation failed with err (enospc.c): true if it is worth
+ * trying the whole operation again, because blocks freed by uncommitted
+ * transactions (or by an eviction under way) have now been committed.
+ * *retries counts the tries of one operation (start at 0).  Never true
+ * for another error, or while this thread holds a handle [J8]. */
+bool ordfs_should_retry_alloc(struct ordfs *fs, int err, unsigned *retries);
+
 /* Current time as an on-disk timestamp. */
 struct ordfs_timespec ordfs_now(void);
 

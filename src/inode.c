@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "fs.h"
 #include "inode.h"
@@ -31,7 +32,12 @@ struct inode_cache {
 	pthread_mutex_t lock;
 	struct inode *table[ICACHE_SLOTS];
 	uint64_t count;
+	uint32_t evictions_running;  /* lock */
+	pthread_cond_t evictions_done;
 };
+
+/* Set while this thread runs an eviction (it must not wait for itself). */
+static __thread bool evicting_here;
 
 int inode_cache_create(struct ordfs *fs, struct inode_cache **out)
 {
@@ -40,6 +46,7 @@ int inode_cache_create(struct ordfs *fs, struct inode_cache **out)
 		return -ENOMEM;
 	ic->fs = fs;
 	pthread_mutex_init(&ic->lock, NULL);
+	pthread_cond_init(&ic->evictions_done, NULL);
 	*out = ic;
 	return 0;
 }
@@ -66,6 +73,7 @@ void inode_cache_destroy(struct inode_cache *ic)
 		}
 	}
 	pthread_mutex_destroy(&ic->lock);
+	pthread_cond_destroy(&ic->evictions_done);
 	free(ic);
 }
 
@@ -184,6 +192,36 @@ void inode_hold(struct ordfs *fs, struct inode *inode)
 	pthread_mutex_unlock(&fs->icache->lock);
 }
 
+/* Runs an eviction that the caller counted in evictions_running. */
+static void evict(struct ordfs *fs, struct inode *inode)
+{
+	struct inode_cache *ic = fs->icache;
+	bool outer = !evicting_here;
+	evicting_here = true;
+	ordfs_inode_evict(fs, inode);
+	evicting_here = !outer;
+	pthread_mutex_lock(&ic->lock);
+	ORDFS_ASSERT_CHEAP(ic->evictions_running > 0);
+	if (--ic->evictions_running == 0)
+		pthread_cond_broadcast(&ic->evictions_done);
+	pthread_mutex_unlock(&ic->lock);
+}
+
+void inode_wait_evictions(struct ordfs *fs)
+{
+	struct inode_cache *ic = fs->icache;
+	if (evicting_here)
+		return;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&ic->lock);
+	while (ic->evictions_running > 0 &&
+	       pthread_cond_timedwait(&ic->evictions_done, &ic->lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&ic->lock);
+}
+
 void inode_put(struct ordfs *fs, struct inode *inode)
 {
 	inode_put_flags(fs, inode, 0);
@@ -223,8 +261,9 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 		 * never hold a handle here [J8]. */
 		inode->evicting = true;
 		inode->refs++;
+		ic->evictions_running++;
 		pthread_mutex_unlock(&ic->lock);
-		ordfs_inode_evict(fs, inode);
+		evict(fs, inode);
 		inode_put(fs, inode);
 		return;
 	}
@@ -381,13 +420,15 @@ static int evict_if_unlinked(struct ordfs *fs, struct inode *inode, void *ctx)
 {
 	(void)ctx;
 	pthread_mutex_lock(&fs->icache->lock);
-	bool evict = inode->d.links == 0 && inode->d.mode != 0 && !inode->evicting &&
+	bool do_evict = inode->d.links == 0 && inode->d.mode != 0 && !inode->evicting &&
 		     !inode->unhashed;
-	if (evict)
+	if (do_evict) {
 		inode->evicting = true;
+		fs->icache->evictions_running++;
+	}
 	pthread_mutex_unlock(&fs->icache->lock);
-	if (evict)
-		ordfs_inode_evict(fs, inode);
+	if (do_evict)
+		evict(fs, inode);
 	return 0;
 }
 

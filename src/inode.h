@@ -104,6 +104,10 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mod
 int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inode *, void *),
 			 void *ctx);
 
+/* Waits (at most a few seconds) until no eviction runs on another thread;
+ * returns at once on a thread that is evicting. */
+void inode_wait_evictions(struct ordfs *fs);
+
 /* Frees on disk every cached inode whose link count is 0, whatever still
  * references it (unmount: the kernel's references die with the mount). */
 int inode_evict_unlinked(struct ordfs *fs);

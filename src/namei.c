@@ -300,9 +300,9 @@ static void init_owner(struct inode *child, const struct inode *dir, const struc
 	}
 }
 
-static int create_common(struct ordfs *fs, struct inode *dir, const char *name,
-			 const struct new_inode *ni, const struct ordfs_cred *cred,
-			 struct inode **out)
+static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
+		       const struct new_inode *ni, const struct ordfs_cred *cred,
+		       struct inode **out)
 {
 	size_t len = strlen(name);
 	uint32_t existing;
@@ -416,6 +416,21 @@ out_unlock:
 	}
 	*out = child;
 	return 0;
+}
+
+/* A new inode's directory entry may need a new directory block (and a
+ * symlink or inherited ACLs blocks of their own): on ENOSPC, once freed
+ * blocks have committed, the whole creation is tried again. */
+static int create_common(struct ordfs *fs, struct inode *dir, const char *name,
+			 const struct new_inode *ni, const struct ordfs_cred *cred,
+			 struct inode **out)
+{
+	int err;
+	unsigned retries = 0;
+	do
+		err = create_once(fs, dir, name, ni, cred, out);
+	while (ordfs_should_retry_alloc(fs, err, &retries));
+	return err;
 }
 
 int ordfs_lookup_path(struct ordfs *fs, const char *path, struct inode **out)
@@ -563,7 +578,8 @@ int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_em
 
 /* ---- link -------------------------------------------------------------------- */
 
-int ordfs_link(struct ordfs *fs, struct inode *inode, struct inode *newdir, const char *newname)
+static int link_once(struct ordfs *fs, struct inode *inode, struct inode *newdir,
+		     const char *newname)
 {
 	size_t len = strlen(newname);
 	uint32_t existing;
@@ -606,6 +622,16 @@ int ordfs_link(struct ordfs *fs, struct inode *inode, struct inode *newdir, cons
 	}
 	pthread_rwlock_unlock(&inode->lock);
 	pthread_rwlock_unlock(&newdir->lock);
+	return err;
+}
+
+int ordfs_link(struct ordfs *fs, struct inode *inode, struct inode *newdir, const char *newname)
+{
+	int err;
+	unsigned retries = 0;
+	do /* the new name may need a new directory block */
+		err = link_once(fs, inode, newdir, newname);
+	while (ordfs_should_retry_alloc(fs, err, &retries));
 	return err;
 }
 
@@ -859,8 +885,8 @@ static void unlock_pair(struct inode *a, struct inode *b)
 		pthread_rwlock_unlock(&b->lock);
 }
 
-int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
-		 struct inode *newdir, const char *newname, unsigned flags)
+static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldname,
+		       struct inode *newdir, const char *newname, unsigned flags)
 {
 	struct rename_ctx rc = { olddir, newdir, NULL, NULL, oldname, newname,
 				 strlen(oldname), strlen(newname) };
@@ -933,5 +959,16 @@ out:
 		inode_put(fs, rc.src);
 	if (rc.dst)
 		inode_put(fs, rc.dst);
+	return err;
+}
+
+int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
+		 struct inode *newdir, const char *newname, unsigned flags)
+{
+	int err;
+	unsigned retries = 0;
+	do /* the new name may need a new directory block */
+		err = rename_once(fs, olddir, oldname, newdir, newname, flags);
+	while (ordfs_should_retry_alloc(fs, err, &retries));
 	return err;
 }

@@ -617,12 +617,16 @@ int ordfs_setxattr(struct ordfs *fs, struct inode *inode, const char *name, cons
 	if (!fs->journal)
 		return -EROFS;
 	c.vlen = (uint32_t)size;
-	pthread_rwlock_wrlock(&inode->lock);
-	if (!ns_has_name(c.key.ns))
-		err = xattr_acl_change_locked(fs, inode, &c.key, size ? value : NULL, size);
-	else
-		err = xattr_change_locked(fs, inode, &c);
-	pthread_rwlock_unlock(&inode->lock);
+	unsigned retries = 0;
+	do { /* a new attribute block may wait for freed blocks to commit */
+		pthread_rwlock_wrlock(&inode->lock);
+		if (!ns_has_name(c.key.ns))
+			err = xattr_acl_change_locked(fs, inode, &c.key, size ? value : NULL,
+						      size);
+		else
+			err = xattr_change_locked(fs, inode, &c);
+		pthread_rwlock_unlock(&inode->lock);
+	} while (ordfs_should_retry_alloc(fs, err, &retries));
 	return err;
 }
 

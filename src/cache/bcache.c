@@ -210,8 +210,8 @@ int bcache_read(struct bcache *c, uint64_t blockno, struct buf **out)
 	pthread_mutex_lock(&b->io_lock);
 	if (!b->uptodate) {
 		err = blockdev_read(c->bd, b->data, c->block_size, blockno * c->block_size);
-		if (!err)
-			b->uptodate = true;
+		if (!err) /* release: bcache_peek's acquire then sees the data */
+			__atomic_store_n(&b->uptodate, true, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&b->io_lock);
 	if (err) {
@@ -230,7 +230,7 @@ int bcache_get_new(struct bcache *c, uint64_t blockno, struct buf **out)
 		return err;
 	pthread_mutex_lock(&b->io_lock);
 	memset(b->data, 0, c->block_size);
-	b->uptodate = true;
+	__atomic_store_n(&b->uptodate, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&b->io_lock);
 	*out = b;
 	return 0;
@@ -242,7 +242,7 @@ struct buf *bcache_peek(struct bcache *c, uint64_t blockno)
 
 	pthread_mutex_lock(&c->lock);
 	for (struct buf *b = *hash_slot(c, blockno); b; b = b->hash_next) {
-		if (b->blockno == blockno && b->uptodate) {
+		if (b->blockno == blockno && __atomic_load_n(&b->uptodate, __ATOMIC_ACQUIRE)) {
 			if (b->refcount++ == 0)
 				lru_remove(c, b);
 			found = b;
@@ -258,7 +258,7 @@ bool bcache_contains(struct bcache *c, uint64_t blockno)
 	bool found = false;
 	pthread_mutex_lock(&c->lock);
 	for (struct buf *b = *hash_slot(c, blockno); b && !found; b = b->hash_next)
-		found = b->blockno == blockno && b->uptodate;
+		found = b->blockno == blockno && __atomic_load_n(&b->uptodate, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&c->lock);
 	return found;
 }
@@ -277,7 +277,7 @@ void bcache_put(struct bcache *c, struct buf *b)
 	if (b->refcount == 0)
 		abort(); /* reference underflow: a bug, never continue */
 	if (--b->refcount == 0) {
-		if (b->uptodate) {
+		if (__atomic_load_n(&b->uptodate, __ATOMIC_ACQUIRE)) {
 			lru_append(c, b);
 			evict_excess(c);
 		} else {

@@ -41,7 +41,8 @@ struct buf {
 	struct buf *hash_next;
 	struct buf *lru_prev, *lru_next; /* on the LRU only while refcount == 0 */
 
-	/* io_lock */
+	/* io_lock; also read without it (bcache_peek), so it is set with a
+	 * release store after the data is in place */
 	pthread_mutex_t io_lock;
 	bool uptodate;
 

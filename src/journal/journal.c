@@ -20,6 +20,8 @@
 #include <time.h>
 
 #include "journal_internal.h"
+#include "../log.h"
+#include "../ordfs_assert.h"
 #include "../blockdev/blockdev.h"
 
 uint64_t journal_now_ms(void)
@@ -240,8 +242,18 @@ static uint32_t tx_projected_blocks(const struct journal *j, const struct transa
 	return tx->bufs.n + tx->reserved + revoke_blocks(j, tx->revokes.n);
 }
 
+/* Handles this thread has open: a thread that holds one must not wait for
+ * a commit [J8], and so must not start another (it may wait for room). */
+static __thread unsigned handles_open_here;
+
+bool journal_handle_held(void)
+{
+	return handles_open_here > 0;
+}
+
 int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 {
+	ORDFS_ASSERT(handles_open_here == 0); /* [J8] */
 	if (credits > j->max_tx_blocks)
 		return -E2BIG;
 	struct handle *h = calloc(1, sizeof(*h));
@@ -282,6 +294,7 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 			pthread_cond_wait(&j->handle_cond, &j->state_lock);
 			continue;
 		}
+		ORDFS_ASSERT(tx->state == TX_RUNNING);
 		tx->handles++;
 		tx->reserved += credits;
 		h->j = j;
@@ -290,6 +303,7 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 		break;
 	}
 	pthread_mutex_unlock(&j->state_lock);
+	handles_open_here++;
 	*out = h;
 	return 0;
 }
@@ -299,9 +313,15 @@ int journal_stop(struct handle *h)
 	struct journal *j = h->j;
 	int err;
 
+	ORDFS_ASSERT_CHEAP(handles_open_here > 0);
+	handles_open_here--;
 	pthread_mutex_lock(&j->state_lock);
 	struct transaction *tx = h->tx;
-	tx->reserved -= h->credits - (h->used < h->credits ? h->used : h->credits);
+	/* A handle keeps its transaction from committing: it is running, or
+	 * locked and waiting for this very handle. */
+	ORDFS_ASSERT_CHEAP(tx->handles > 0 && tx->state != TX_COMMITTING);
+	ORDFS_ASSERT(h->used <= h->credits);
+	tx->reserved -= h->credits - h->used;
 	if (--tx->handles == 0 && tx->state == TX_LOCKED)
 		pthread_cond_broadcast(&j->commit_cond);
 	err = j->aborted ? -EROFS : 0;
@@ -331,9 +351,21 @@ int journal_get_write_access(struct handle *h, struct buf *b, unsigned flags)
 		err = -EROFS;
 		goto out;
 	}
+	ORDFS_ASSERT(tx->state != TX_COMMITTING);
 	if (b->jtx == tx) {
 		if (flags & JWA_CSUM_HDR)
 			b->csum_hdr = true;
+		goto out;
+	}
+	if (h->used >= h->credits) {
+		/* More blocks than the handle asked for: the transaction could
+		 * outgrow the log and fail at commit.  Refuse it now, loudly:
+		 * it is a bug in the caller's credit count. */
+		j->stats.credit_overruns++;
+		ordfs_log(LOG_ERR, "internal error: a handle of transaction %llu needs block "
+			  "%llu beyond its %u credits; the operation fails",
+			  (unsigned long long)tx->tid, (unsigned long long)b->blockno, h->credits);
+		err = -EIO;
 		goto out;
 	}
 	err = VEC_PUSH(tx->bufs, b);
@@ -355,8 +387,7 @@ int journal_get_write_access(struct handle *h, struct buf *b, unsigned flags)
 	bcache_hold(j->cache, b);
 	if (tx->bufs.n == 1)
 		tx->start_ms = journal_now_ms();
-	if (h->used < h->credits)
-		tx->reserved--;
+	tx->reserved--;
 	h->used++;
 out:
 	pthread_mutex_unlock(&j->state_lock);
@@ -439,6 +470,7 @@ int journal_commit_wait(struct journal *j, uint64_t tid)
 {
 	int err = 0;
 
+	ORDFS_ASSERT(handles_open_here == 0); /* [J8] */
 	pthread_mutex_lock(&j->state_lock);
 	if (running_is_idle(j, tid))
 		tid = j->committed_tid;

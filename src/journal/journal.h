@@ -113,6 +113,7 @@ struct journal_stats {
 	uint64_t flushes;
 	uint64_t failed_commits;   /* commit attempts that failed */
 	uint64_t failed_checkpoints;
+	uint64_t credit_overruns;  /* handles refused a block past their credits */
 	uint64_t running_tid;
 	uint64_t committed_tid;    /* highest committed sequence */
 	uint32_t log_used;         /* log blocks holding live transactions */
@@ -139,6 +140,9 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out);
 uint32_t journal_max_credits(struct journal *j);
 /* Ends the handle.  Returns -EROFS if the journal aborted meanwhile. */
 int journal_stop(struct handle *h);
+/* Does the calling thread hold an open handle?  (Then it must not wait for
+ * a commit [J8].) */
+bool journal_handle_held(void);
 /* Sequence number of the transaction this handle belongs to. */
 uint64_t journal_handle_tid(const struct handle *h);
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -471,6 +472,29 @@ END_TEST
 
 /* ---- fallocate ------------------------------------------------------------ */
 
+/* Half the image preallocated, removed, preallocated again, a few times in
+ * a row: the space an unlink frees waits for a commit [J5], and the
+ * allocation forces that commit instead of failing (xfstests generic/213). */
+START_TEST(test_fallocate_after_rm)
+{
+	struct mnt m;
+	mnt_setup(&m, "512M");
+	mnt_start(&m, "commit=60");
+	struct statvfs sv;
+	MNT_OK(statvfs(m.mountpoint, &sv));
+	off_t half = (off_t)(sv.f_bavail * sv.f_frsize * 3 / 4);
+	for (int round = 0; round < 5; round++) {
+		int fd = open(mnt_path(&m, "f"), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		ck_assert_msg(fd >= 0, "create: %s", strerror(errno));
+		ck_assert_msg(fallocate(fd, 0, 0, half) == 0, "round %d: fallocate %lld: %s",
+			      round, (long long)half, strerror(errno));
+		MNT_OK(close(fd));
+		MNT_OK(unlink(mnt_path(&m, "f")));
+	}
+	mnt_finish(&m);
+}
+END_TEST
+
 START_TEST(test_fallocate)
 {
 	struct mnt m;
@@ -905,6 +929,7 @@ static Suite *posix_suite(void)
 	tcase_add_test(tc, test_xattr);
 	tcase_add_test(tc, test_renameat2);
 	tcase_add_test(tc, test_fallocate);
+	tcase_add_test(tc, test_fallocate_after_rm);
 	tcase_add_test(tc, test_seek_data_hole);
 	tcase_add_test(tc, test_truncate_large);
 	tcase_add_test(tc, test_name_length);

@@ -1142,7 +1142,7 @@ static void *worker_main(void *arg)
 struct lister {
 	struct test_fs *t;
 	struct inode *f;
-	volatile int stop;
+	int stop; /* atomic */
 	int failures;
 };
 
@@ -1150,7 +1150,7 @@ static void *lister_main(void *arg)
 {
 	struct lister *l = arg;
 	char buf[4096];
-	while (!l->stop) {
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
 		ssize_t n = ordfs_listxattr(l->t->fs, l->f, buf, sizeof(buf));
 		if (n < 0) {
 			l->failures++;
@@ -1180,7 +1180,7 @@ START_TEST(test_concurrent_set_get_remove)
 		pthread_join(th[i], NULL);
 		ck_assert_msg(w[i].failures == 0, "worker %d: %s failed", i, w[i].what);
 	}
-	l.stop = 1;
+	__atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(lt, NULL);
 	ck_assert_int_eq(l.failures, 0);
 	ck_assert_uint_eq(f->d.xattr_block, 0);
