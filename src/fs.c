@@ -177,7 +177,9 @@ static void *writeback_main(void *arg)
 			if (fs->writeback_kicked) {
 				/* A writer went past the background threshold. */
 				pthread_mutex_unlock(&fs->writeback_lock);
-				(void)file_writeback_early(fs); /* errors stay with the pages */
+				/* Errors stay with the pages (and go to errseq). */
+				ordfs_report_error(fs, file_writeback_early(fs),
+						   "background writeback");
 				pthread_mutex_lock(&fs->writeback_lock);
 				__atomic_store_n(&fs->writeback_kicked, false, __ATOMIC_RELAXED);
 				continue;
@@ -188,8 +190,10 @@ static void *writeback_main(void *arg)
 		if (fs->writeback_stop)
 			break;
 		pthread_mutex_unlock(&fs->writeback_lock);
-		(void)file_writeback_periodic(fs); /* errors stay with the pages */
-		(void)atime_write_lazy(fs, false); /* lazytime: 24 hours old */
+		/* Errors stay with the pages (and go to errseq). */
+		ordfs_report_error(fs, file_writeback_periodic(fs), "background writeback");
+		ordfs_report_error(fs, atime_write_lazy(fs, false), /* lazytime: a day old */
+				   "writing lazy access times");
 		pthread_mutex_lock(&fs->writeback_lock);
 		clock_gettime(CLOCK_REALTIME, &next);
 	}
@@ -288,13 +292,16 @@ static int replay_if_needed(struct ordfs *fs, const char **why)
 	return err;
 }
 
-/* The journal aborted (cfg.aborted): say so, and carry out the policy. */
-static void journal_aborted_cb(void *ctx, int err)
+/* The journal aborted (cfg.aborted): say so, and carry out the policy:
+ * errors= when the journal found the error itself, flush_error= else. */
+static void journal_aborted_cb(void *ctx, int err, bool internal)
 {
 	struct ordfs *fs = ctx;
 	ordfs_log(LOG_ERR, "journal aborted (%s): the filesystem is read-only from now on",
 		  strerror(-err));
-	if (fs->opts.flush_error == FLUSH_ERROR_REMOUNT_RO) {
+	if (internal) {
+		ordfs_error_internal(fs, err);
+	} else if (fs->opts.flush_error == FLUSH_ERROR_REMOUNT_RO) {
 		ordfs_record_error(fs, err);
 	} else if (fs->opts.flush_error == FLUSH_ERROR_ABORT && fs->opts.fatal) {
 		pthread_mutex_lock(&fs->sb_lock);

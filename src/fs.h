@@ -132,6 +132,14 @@ int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h);
  * it in the superblock; remount-ro: abort the journal and record it;
  * abort: stop).  Returns err for the caller to pass on. */
 int ordfs_error_corruption(struct ordfs *fs, int err, const char *what);
+/* The one door for errors found while mounted, from any layer (the FUSE
+ * glue, background writeback, eviction, fsck's repair mount): -EUCLEAN
+ * (a damaged structure) goes to ordfs_error_corruption, with `what` in
+ * its log line; anything else passes through.  Returns err. */
+int ordfs_report_error(struct ordfs *fs, int err, const char *what);
+/* The journal aborted on an error of its own rules (a transaction that
+ * cannot be committed): errors= applies as for corruption. */
+void ordfs_error_internal(struct ordfs *fs, int err);
 /* Marks the superblock ERROR with err (journaled while the journal runs,
  * directly plus the journal superblock's errno once it has aborted), so
  * the next read-write mount asks for fsck.  Best effort; idempotent. */

@@ -41,6 +41,7 @@
 #include "acl.h"
 #include "xattr.h"
 #include "orphan.h"
+#include "log.h"
 
 static uint8_t dtype_of(uint16_t mode)
 {
@@ -138,7 +139,12 @@ void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
 		}
 	}
 	pthread_rwlock_unlock(&inode->lock);
-	(void)err; /* on failure the inode stays on the orphan list for the next mount */
+	if (err && err != -EROFS) {
+		/* The inode stays on the orphan list for the next mount. */
+		ordfs_log(LOG_ERR, "could not free unlinked inode %u (%s): it stays on the "
+			  "orphan list until the next mount", inode->ino, strerror(-err));
+		ordfs_report_error(fs, err, "freeing an unlinked inode");
+	}
 }
 
 int ordfs_process_orphans(struct ordfs *fs)

@@ -450,6 +450,8 @@ static int stage_mounted(struct blockdev *bd, const struct check_findings *f, ui
 		struct check_inode_fix fix = f->inode_fixes.v[i];
 		err = with_handle(fs, do_inode_fix, &fix);
 	}
+	if (err)
+		ordfs_report_error(fs, err, "fsck's repair");
 	int uerr = ordfs_unmount(fs);
 	return err ? err : uerr;
 }

@@ -75,8 +75,7 @@ static struct inode *get_inode(fuse_req_t req, fuse_ino_t node)
 	}
 	int err = inode_get(ctx_of(req)->fs, ino_of(node), &inode);
 	if (err) {
-		if (err == -EUCLEAN)
-			ordfs_error_corruption(ctx_of(req)->fs, err, "bad inode");
+		ordfs_report_error(ctx_of(req)->fs, err, "bad inode");
 		fuse_reply_err(req, -err);
 		return NULL;
 	}
@@ -111,8 +110,7 @@ static struct ordfs_cred cred_of(fuse_req_t req)
 
 static void reply_result(fuse_req_t req, int err)
 {
-	if (err == -EUCLEAN)
-		ordfs_error_corruption(ctx_of(req)->fs, err, "a damaged block or structure");
+	ordfs_report_error(ctx_of(req)->fs, err, "a damaged block or structure");
 	fuse_reply_err(req, err < 0 ? -err : 0);
 }
 

@@ -3,7 +3,9 @@
  * errors= for metadata corruption, and recording an error in the
  * superblock so it survives the mount.
  *
- * Owns: ordfs_error_corruption, ordfs_record_error, ordfs_writable.  (The
+ * Owns: ordfs_report_error (the one door every layer's errors go through
+ * to errors=), ordfs_error_corruption, ordfs_error_internal,
+ * ordfs_record_error, ordfs_writable.  (The
  * flush_error= policy for failing writes and flushes lives in guard.c and
  * in the journal's retry/abort choice; fs.c wires them.)
  *
@@ -87,11 +89,9 @@ void ordfs_record_error(struct ordfs *fs, int err)
 			  strerror(-rc));
 }
 
-int ordfs_error_corruption(struct ordfs *fs, int err, const char *what)
+/* errors=: what to do about an error that is not the device's. */
+static void apply_errors_policy(struct ordfs *fs, int err)
 {
-	ordfs_log(LOG_ERR, "metadata corruption: %s (%s)", what, strerror(-err));
-	if (!fs->journal)
-		return err;
 	switch (fs->opts.errors) {
 	case ORDFS_ERRORS_RO:
 		journal_abort(fs->journal, err);
@@ -110,5 +110,26 @@ int ordfs_error_corruption(struct ordfs *fs, int err, const char *what)
 		ordfs_record_error(fs, err);
 		break;
 	}
+}
+
+int ordfs_error_corruption(struct ordfs *fs, int err, const char *what)
+{
+	ordfs_log(LOG_ERR, "metadata corruption: %s (%s)", what, strerror(-err));
+	if (fs->journal)
+		apply_errors_policy(fs, err);
 	return err;
+}
+
+int ordfs_report_error(struct ordfs *fs, int err, const char *what)
+{
+	if (err == -EUCLEAN)
+		return ordfs_error_corruption(fs, err, what);
+	return err;
+}
+
+void ordfs_error_internal(struct ordfs *fs, int err)
+{
+	/* The journal has aborted already: errors=continue cannot continue,
+	 * but the error is recorded so the next mount asks for fsck. */
+	apply_errors_policy(fs, err);
 }

@@ -43,6 +43,8 @@
 
 #include "journal_internal.h"
 #include "../blockdev/blockdev.h"
+#include "../log.h"
+#include "../ordfs_assert.h"
 
 /* ---- log geometry ------------------------------------------------------ */
 
@@ -240,9 +242,11 @@ static struct transaction *commit_lock_and_copy(struct journal *j, int *err)
 	struct transaction *tx = j->running;
 
 	*err = 0;
+	ORDFS_ASSERT(tx->state == TX_RUNNING && j->committing == NULL);
 	tx->state = TX_LOCKED;
 	while (tx->handles > 0)
 		pthread_cond_wait(&j->commit_cond, &j->state_lock);
+	ORDFS_ASSERT(tx->reserved == 0);
 
 	if (transaction_empty(tx)) {
 		tx->state = TX_RUNNING;
@@ -293,9 +297,13 @@ static struct transaction *commit_lock_and_copy(struct journal *j, int *err)
 	return tx;
 }
 
-/* Phases 3-7, without the lock held.  Returns 0 once durable. */
-static int commit_write(struct journal *j, struct transaction *tx)
+/* Phases 3-7, without the lock held.  Returns 0 once durable; on failure
+ * *retryable says whether writing it again may succeed (the device failed,
+ * or memory ran short), as opposed to a transaction that can never be
+ * written (it outgrew the log: a bug). */
+static int commit_write(struct journal *j, struct transaction *tx, bool *retryable)
 {
+	*retryable = true;
 	struct log_image li = { 0 };
 	uint8_t *commit_blk = NULL;
 	int err = build_log_image(j, tx, &li);
@@ -316,7 +324,12 @@ static int commit_write(struct journal *j, struct transaction *tx)
 		head = j->head;
 		pthread_mutex_unlock(&j->state_lock);
 		if (need > room) {
-			err = -ENOSPC; /* cannot happen while credits are honoured */
+			/* Cannot happen while credits are honoured. */
+			ordfs_log(LOG_ERR, "internal error: transaction %llu needs %u log blocks, "
+				  "the log has room for %u",
+				  (unsigned long long)tx->tid, need, room);
+			err = -EUCLEAN;
+			*retryable = false;
 			goto out;
 		}
 	}
@@ -355,6 +368,7 @@ out:
  * lock.  (No checkpoint can run meanwhile: it runs on this thread.) */
 static void commit_finish(struct journal *j, struct transaction *tx)
 {
+	ORDFS_ASSERT(tx->state == TX_COMMITTING && tx->handles == 0);
 	for (uint32_t i = 0; i < tx->freed.n; i++) {
 		if (j->cfg.release_freed)
 			j->cfg.release_freed(j->cfg.release_ctx, tx->freed.v[i].start,
@@ -379,11 +393,12 @@ static void commit_finish(struct journal *j, struct transaction *tx)
 /* A failed commit: the transaction does not count.  Returns true if it is
  * kept for a retry (tx stays j->committing), false if the journal aborted
  * and tx was let go. */
-static bool commit_fail(struct journal *j, struct transaction *tx, int err)
+static bool commit_fail(struct journal *j, struct transaction *tx, int err, bool retryable)
 {
 	pthread_mutex_lock(&j->state_lock);
+	ORDFS_ASSERT(tx->state == TX_COMMITTING && j->committing == tx);
 	j->stats.failed_commits++;
-	if (j->cfg.retry_failed_commits && !j->aborted && !j->stopping) {
+	if (retryable && j->cfg.retry_failed_commits && !j->aborted && !j->stopping) {
 		j->commit_failed = true;
 		j->retry_at_ms = journal_now_ms() + j->cfg.commit_interval_ms;
 		/* Everyone waiting is told now; a new request retries. */
@@ -394,7 +409,14 @@ static bool commit_fail(struct journal *j, struct transaction *tx, int err)
 		return true;
 	}
 	pthread_mutex_unlock(&j->state_lock);
-	journal_abort(j, err);
+	if (retryable) {
+		journal_abort(j, err);
+	} else {
+		ordfs_log(LOG_ERR, "transaction %llu cannot be committed (%s) and is not retried: "
+			  "the journal stops",
+			  (unsigned long long)tx->tid, strerror(-err));
+		journal_abort_internal(j, err);
+	}
 	pthread_mutex_lock(&j->state_lock);
 	for (uint32_t i = 0; i < tx->bufs.n; i++) {
 		tx->bufs.v[i]->in_commit = false;
@@ -413,9 +435,10 @@ static bool commit_fail(struct journal *j, struct transaction *tx, int err)
  * Called and returns without the lock. */
 static void commit_attempt(struct journal *j, struct transaction *tx)
 {
-	int err = commit_write(j, tx);
+	bool retryable;
+	int err = commit_write(j, tx, &retryable);
 	if (err) {
-		if (commit_fail(j, tx, err))
+		if (commit_fail(j, tx, err, retryable))
 			return;
 	} else {
 		commit_finish(j, tx);

@@ -515,7 +515,7 @@ int journal_flush_all(struct journal *j)
 	return err;
 }
 
-void journal_abort(struct journal *j, int err)
+static void abort_journal(struct journal *j, int err, bool internal)
 {
 	pthread_mutex_lock(&j->state_lock);
 	bool first = !j->aborted;
@@ -527,7 +527,7 @@ void journal_abort(struct journal *j, int err)
 			j->abort_notifying = true;
 			j->abort_notifier = pthread_self();
 			pthread_mutex_unlock(&j->state_lock);
-			j->cfg.aborted(j->cfg.aborted_ctx, j->aborted);
+			j->cfg.aborted(j->cfg.aborted_ctx, j->aborted, internal);
 			pthread_mutex_lock(&j->state_lock);
 			j->abort_notifying = false;
 		}
@@ -538,6 +538,16 @@ void journal_abort(struct journal *j, int err)
 	pthread_cond_broadcast(&j->commit_cond);
 	pthread_cond_broadcast(&j->done_cond);
 	pthread_mutex_unlock(&j->state_lock);
+}
+
+void journal_abort(struct journal *j, int err)
+{
+	abort_journal(j, err, false);
+}
+
+void journal_abort_internal(struct journal *j, int err)
+{
+	abort_journal(j, err, true);
 }
 
 int journal_record_error(struct journal *j)

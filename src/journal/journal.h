@@ -89,11 +89,15 @@ struct journal_config {
 	 * commits); true keeps the failed transaction, tells its waiters -EIO
 	 * and writes it again (the same log image, at the same place, with the
 	 * same sequence) at the next commit request or interval.  Later
-	 * transactions commit only after it.  flush_error=report. */
+	 * transactions commit only after it.  flush_error=report.  A commit
+	 * that fails for another reason than the device (a transaction larger
+	 * than its credits allowed: a bug) is never retried: the journal
+	 * aborts with internal set, whatever this says. */
 	bool retry_failed_commits;
 	/* Called once, from the thread that aborted the journal, without
-	 * journal locks held.  May be NULL. */
-	void (*aborted)(void *ctx, int err);
+	 * journal locks held.  internal: the journal itself found the error
+	 * (journal_abort_internal), not the device or a caller.  May be NULL. */
+	void (*aborted)(void *ctx, int err, bool internal);
 	void *aborted_ctx;
 	/* Called by the commit thread after a transaction commits, once per
 	 * extent that transaction freed (J5).  May be NULL. */
@@ -189,6 +193,9 @@ void journal_abort(struct journal *j, int err);
  * next mount (after replay) knows the filesystem stopped on an error.
  * Best effort: the device may be what failed. */
 int journal_record_error(struct journal *j);
+/* journal_abort for an error the journal's own rules found (a logic
+ * error): cfg.aborted hears internal = true. */
+void journal_abort_internal(struct journal *j, int err);
 int journal_aborted(struct journal *j);
 
 void journal_get_stats(struct journal *j, struct journal_stats *out);

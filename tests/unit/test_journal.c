@@ -164,6 +164,36 @@ START_TEST(test_commit_then_checkpoint_writes_home)
 }
 END_TEST
 
+/* A handle that dirties more blocks than it asked credits for is refused
+ * at the block that overruns (logged, counted), not at commit; what it
+ * did within its credits commits as usual. */
+START_TEST(test_credit_overrun_fails_at_once)
+{
+	struct jfix f;
+	fix_setup(&f, 64);
+	struct handle *h;
+	ck_assert_int_eq(journal_start(f.j, 2, &h), 0);
+	modify(&f, h, HOME, 0xB1);
+	modify(&f, h, HOME + 1, 0xB2);
+	modify(&f, h, HOME, 0xB3); /* the same block again costs nothing */
+	struct buf *b;
+	ck_assert_int_eq(bcache_read(f.cache, HOME + 2, &b), 0);
+	ck_assert_int_eq(journal_get_write_access(h, b, 0), -EIO);
+	bcache_put(f.cache, b);
+	ck_assert_int_eq(journal_stop(h), 0);
+	struct journal_stats st;
+	journal_get_stats(f.j, &st);
+	ck_assert_uint_eq(st.credit_overruns, 1);
+	ck_assert_int_eq(journal_force_commit(f.j), 0);
+	ck_assert_int_eq(journal_flush_all(f.j), 0);
+	ck_assert(home_is(f.mem, HOME, 0xB3));
+	ck_assert(home_is(f.mem, HOME + 1, 0xB2));
+	ck_assert(home_is(f.mem, HOME + 2, 0));
+	fix_close(&f);
+	fix_free(&f);
+}
+END_TEST
+
 START_TEST(test_committed_survives_crash_uncommitted_does_not)
 {
 	struct jfix f;
@@ -573,6 +603,7 @@ static Suite *journal_suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_commit_then_checkpoint_writes_home);
+	tcase_add_test(tc, test_credit_overrun_fails_at_once);
 	tcase_add_test(tc, test_committed_survives_crash_uncommitted_does_not);
 	tcase_add_test(tc, test_escaped_block_round_trip);
 	tcase_add_test(tc, test_header_checksum_not_stamped_on_reuse);
