@@ -41,7 +41,10 @@ link_tool() { # link_tool BUILT_FILE DEST
 	ln -s "$built" "$dest" && LINKED+=("$dest")
 }
 cleanup() {
-	mountpoint -q "$MNT" && umount -l "$MNT"
+	local m
+	for m in "$WORK/bindfile" "$WORK/bind" "$MNT"; do
+		mountpoint -q "$m" && umount -l "$m"
+	done
 	local p
 	for p in "${LINKED[@]}"; do rm -f "$p"; done
 	for p in "${SAVED[@]}"; do mv "$p.ordfs-test-saved" "$p"; done
@@ -92,6 +95,47 @@ check "generic options accepted" mount -t fuse.ordfs "$IMG" "$MNT" \
 check "umount -l (lazy) exits 0" umount -l "$MNT"
 for _ in $(seq 100); do image_closed && break; sleep 0.1; done
 check "the lazily unmounted image is closed soon after" image_closed
+
+# --- bind mounts: umount waits only for the connection's last mount -------------------
+# A bind mount shares the original's FUSE connection (one major:minor in
+# mountinfo); unmounting one of them must not wait for the daemon, which goes
+# on serving the other (xfstests generic/306 stalled 600 s on this).
+# ORDFS_UMOUNT_TIMEOUT=20 bounds a wrong wait; "quick" means under 10 s.
+# umount(8) runs the helper for a file bind (type fuse.ordfs from mountinfo)
+# and for the original (helper=ordfs in utab), but unmounts a directory bind
+# itself when statfs says "fuse" and utab has nothing for it (libmount's
+# fast path), so the helper is also run by hand on a directory bind.
+BIND=$WORK/bind
+BINDF=$WORK/bindfile
+HELPER=$BUILD/tools/umount.ordfs
+mkdir "$BIND" && touch "$BINDF"
+quick_umount() { # quick_umount COMMAND... TARGET: exits 0 in under 10 s
+	local t0=$SECONDS
+	ORDFS_UMOUNT_TIMEOUT=20 "$@" && [ $((SECONDS - t0)) -lt 10 ]
+}
+image_busy() { ! flock -n "$IMG" true; }
+check "mount for the bind tests" mount -t fuse.ordfs "$IMG" "$MNT"
+mkdir -p "$MNT/bdir" && echo bound >"$MNT/bdir/x" && echo file >"$MNT/bfile"
+check "bind mount of a directory of it" mount --bind "$MNT/bdir" "$BIND"
+check "bind mount of a file of it" mount --bind "$MNT/bfile" "$BINDF"
+check "umount of the directory bind returns at once" quick_umount umount "$BIND"
+check "umount of the file bind (through the helper) returns at once" \
+	quick_umount umount "$BINDF"
+check "bind mount of the directory again" mount --bind "$MNT/bdir" "$BIND"
+check "umount.ordfs on the directory bind returns at once" quick_umount "$HELPER" "$BIND"
+check "the original mount still serves" grep -qx bound "$MNT/bdir/x"
+check "and its daemon still has the image" image_busy
+check "umount of the last mount exits 0" umount "$MNT"
+check "and waits: the image is closed when it returns" image_closed
+# the other order: the original goes first, the bind is the last mount
+check "mount again" mount -t fuse.ordfs "$IMG" "$MNT"
+check "bind mount of a directory" mount --bind "$MNT/bdir" "$BIND"
+check "umount of the original while the bind remains returns at once" \
+	quick_umount umount "$MNT"
+check "the bind still serves" grep -qx bound "$BIND/x"
+check "umount.ordfs on the bind, now the last mount, exits 0" "$HELPER" "$BIND"
+check "and waits: the image is closed when it returns" image_closed
+check "fsck.ordfs -fn after the bind tests exits 0" "$BUILD/tools/fsck.ordfs" -fn "$IMG"
 
 # --- refusals ------------------------------------------------------------------------
 cp "$IMG" "$WORK/before"

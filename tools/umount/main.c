@@ -20,6 +20,11 @@
  *    path is replaced meanwhile;
  *  - -l (lazy) detaches and does not wait (the daemon goes on while files
  *    are open); -f forces;
+ *  - it waits only when the mount it removed was the last one of its FUSE
+ *    connection: a bind mount of an ordfs file or directory (mount --bind)
+ *    shares the original mount's device number (major:minor in mountinfo),
+ *    and while another mount with that number remains, the daemon rightly
+ *    goes on serving it, so the helper returns at once;
  *  - without privilege to unmount, fusermount3 -u does it;
  *  - ORDFS_UMOUNT_TIMEOUT (seconds, default 600) bounds the wait; past it
  *    the exit status is 32 (umount's "failure") with a line that says the
@@ -58,9 +63,11 @@ static void unescape(char *s)
 	*out = '\0';
 }
 
-/* The source and type of the mount at `target` (the last such line, the
- * one on top).  0, or -ENOENT when nothing is mounted there. */
-static int find_mount(const char *target, char *source, size_t ssize, char *type, size_t tsize)
+/* The source, type and device number ("major:minor") of the mount at
+ * `target` (the last such line, the one on top).  0, or -ENOENT when
+ * nothing is mounted there. */
+static int find_mount(const char *target, char *source, size_t ssize, char *type, size_t tsize,
+		      char *dev, size_t dsize)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "r");
 	if (!f)
@@ -90,10 +97,34 @@ static int find_mount(const char *target, char *source, size_t ssize, char *type
 		unescape(src);
 		snprintf(type, tsize, "%s", fstype);
 		snprintf(source, ssize, "%s", src);
+		snprintf(dev, dsize, "%s", field[2]);
 		err = 0;
 	}
 	fclose(f);
 	return err;
+}
+
+/* How many mounts in this namespace have device number `dev` (the field
+ * "major:minor" of mountinfo): every mount of one FUSE connection, bind
+ * mounts included, has the same one.  -errno if mountinfo cannot be read. */
+static int count_mounts_of_dev(const char *dev)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return -errno;
+	char line[3 * PATH_MAX];
+	int count = 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* id parent major:minor ... */
+		char *save = NULL;
+		char *t = strtok_r(line, " ", &save);
+		for (int i = 0; t && i < 2; i++)
+			t = strtok_r(NULL, " ", &save);
+		if (t && strcmp(t, dev) == 0)
+			count++;
+	}
+	fclose(f);
+	return count;
 }
 
 static int run_fusermount(const char *target, bool lazy)
@@ -211,8 +242,8 @@ int main(int argc, char **argv)
 	char target[PATH_MAX];
 	if (!realpath(arg, target))
 		snprintf(target, sizeof(target), "%s", arg);
-	char image[PATH_MAX], type[64];
-	int err = find_mount(target, image, sizeof(image), type, sizeof(type));
+	char image[PATH_MAX], type[64], dev[64];
+	int err = find_mount(target, image, sizeof(image), type, sizeof(type), dev, sizeof(dev));
 	if (err) {
 		fprintf(stderr, "%s: %s: not mounted\n", prog, target);
 		return EXIT_FAIL;
@@ -238,8 +269,21 @@ int main(int argc, char **argv)
 	if (verbose)
 		fprintf(stderr, "%s: %s unmounted\n", prog, target);
 	int status = 0;
-	if (fd >= 0 && !lazy)
-		status = wait_closed(fd, image, verbose);
+	if (fd >= 0 && !lazy) {
+		/* Another mount of the same connection (a bind mount, or the
+		 * original under a removed bind) keeps the daemon serving:
+		 * waiting for it to close the image would wait for its
+		 * unmount.  Only the last mount's removal ends the daemon. */
+		int others = count_mounts_of_dev(dev);
+		if (others > 0) {
+			if (verbose)
+				fprintf(stderr, "%s: %d other mount%s of %s (device %s) remain%s; "
+					"not waiting\n", prog, others, others == 1 ? "" : "s",
+					image, dev, others == 1 ? "s" : "");
+		} else {
+			status = wait_closed(fd, image, verbose);
+		}
+	}
 	if (fd >= 0)
 		close(fd);
 	return status;
