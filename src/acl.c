@@ -32,6 +32,7 @@
 #include "inode.h"
 #include "ops.h"
 #include "xattr.h"
+#include "lock/lock.h"
 
 #define PERM_BITS 7u
 
@@ -357,7 +358,7 @@ static bool grants(uint8_t perm, unsigned want)
 	return (perm & want) == want;
 }
 
-static bool in_group(uint32_t id, uint32_t gid, const uint32_t *groups, uint32_t ngroups)
+bool acl_in_group(uint32_t id, uint32_t gid, const uint32_t *groups, uint32_t ngroups)
 {
 	if (id == gid)
 		return true;
@@ -386,13 +387,13 @@ int acl_permission(const struct acl *acl, uint32_t owner_uid, uint32_t owner_gid
 	/* The first group entry that matches and grants wins; groups that
 	 * match without granting deny, whatever "other" says. */
 	bool matched = false;
-	if (in_group(owner_gid, gid, groups, ngroups)) {
+	if (acl_in_group(owner_gid, gid, groups, ngroups)) {
 		matched = true;
 		if (grants(acl->group_obj, want))
 			return through_mask(acl, acl->group_obj, want);
 	}
 	for (uint32_t i = acl->nusers; i < acl_named_count(acl); i++) {
-		if (!in_group(acl->named[i].id, gid, groups, ngroups))
+		if (!acl_in_group(acl->named[i].id, gid, groups, ngroups))
 			continue;
 		matched = true;
 		if (grants(acl->named[i].perm, want))
@@ -546,7 +547,7 @@ static int dac_check(struct ordfs *fs, struct inode *inode, const struct ordfs_c
 			return err;
 		}
 	}
-	if (in_group(inode->d.gid, cred->gid, groups, ngroups))
+	if (acl_in_group(inode->d.gid, cred->gid, groups, ngroups))
 		mode >>= 3;
 	return (want & ~(mode & PERM_BITS)) ? -EACCES : 0;
 }
@@ -567,10 +568,10 @@ int ordfs_permission(struct ordfs *fs, struct inode *inode, const struct ordfs_c
 	if (ngroups && !groups)
 		return -EINVAL;
 	want &= ACL_READ | ACL_WRITE | ACL_EXECUTE;
-	pthread_rwlock_rdlock(&inode->lock);
+	ordfs_rwlock_rdlock(&inode->lock);
 	uint16_t mode = inode->d.mode;
 	int err = dac_check(fs, inode, cred, groups, ngroups, want);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	if (err == -EACCES && cred->uid == 0 && root_overrides(mode, want))
 		err = 0;
 	return err;

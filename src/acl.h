@@ -190,6 +190,8 @@ struct acl_set_plan {
 int acl_plan_set(uint8_t ns, uint16_t mode, const void *value, size_t size,
 		 struct acl_set_plan *out);
 void acl_plan_release(struct acl_set_plan *p);
+/* in_group_p: is id the caller's gid or one of its groups? */
+bool acl_in_group(uint32_t id, uint32_t gid, const uint32_t *groups, uint32_t ngroups);
 
 /* getxattr of an ACL: the stored compact value in Linux form, with
  * getxattr's size rules (0 asks for the length, -ERANGE). */

@@ -22,11 +22,12 @@
 #include "xattr.h"
 #include "alloc/alloc.h"
 #include "journal/journal.h"
+#include "lock/lock.h"
 
 void ordfs_getattr(struct ordfs *fs, struct inode *inode, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	pthread_rwlock_rdlock(&inode->lock);
+	ordfs_rwlock_rdlock(&inode->lock);
 	st->st_ino = inode->ino;
 	st->st_mode = inode->d.mode;
 	st->st_nlink = inode->d.links;
@@ -46,7 +47,7 @@ void ordfs_getattr(struct ordfs *fs, struct inode *inode, struct stat *st)
 	st->st_mtim.tv_nsec = inode->d.mtime.nsec;
 	st->st_ctim.tv_sec = inode->d.ctime.sec;
 	st->st_ctim.tv_nsec = inode->d.ctime.nsec;
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 }
 
 static bool valid_time(struct ordfs_timespec t)
@@ -62,7 +63,7 @@ int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_seta
 	    ((sa->valid & ORDFS_SET_MTIME) && !valid_time(sa->mtime)))
 		return -EINVAL;
 
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	int err = 0;
 	uint8_t *acl = NULL; /* chmod: the access ACL's new value, if it has one */
 	uint32_t acl_len = 0;
@@ -127,7 +128,7 @@ int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_seta
 	if (!err)
 		err = serr;
 out:
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	free(acl);
 	return err;
 }

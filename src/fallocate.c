@@ -59,6 +59,7 @@
 #include "alloc/alloc.h"
 #include "extent/extent.h"
 #include "journal/journal.h"
+#include "lock/lock.h"
 
 #define FALLOC_SUPPORTED (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)
 #define MAX_FILE_BYTES (1ull << 62)
@@ -383,7 +384,7 @@ static int fallocate_once(struct ordfs *fs, struct inode *inode, int mode, uint6
 	bool keep = mode & FALLOC_FL_KEEP_SIZE;
 	struct space sp = { .fs = fs, .inode = inode };
 
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	err = pages_load(&sp);
 	if (!err && (mode & FALLOC_FL_PUNCH_HOLE)) {
 		err = punch_hole(&sp, off, end);
@@ -396,7 +397,7 @@ static int fallocate_once(struct ordfs *fs, struct inode *inode, int mode, uint6
 	}
 	if (!err)
 		err = fallocate_finish(fs, inode, keep ? 0 : end);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	free(sp.pages);
 	return err;
 }
@@ -456,7 +457,7 @@ off_t ordfs_seek_data_hole(struct ordfs *fs, struct inode *inode, uint64_t off, 
 	uint32_t bs = fs->block_size;
 	struct space sp = { .fs = fs, .inode = inode };
 
-	pthread_rwlock_rdlock(&inode->lock);
+	ordfs_rwlock_rdlock(&inode->lock);
 	uint64_t size = inode->size;
 	int64_t ret = -ENXIO;
 	if (off < size) {
@@ -472,7 +473,7 @@ off_t ordfs_seek_data_hole(struct ordfs *fs, struct inode *inode, uint64_t off, 
 		else
 			ret = (int64_t)(b * bs > off ? b * bs : off);
 	}
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	free(sp.pages);
 	return (off_t)ret;
 }

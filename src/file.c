@@ -61,6 +61,7 @@
 #include "cache/bcache.h"
 #include "extent/extent.h"
 #include "journal/journal.h"
+#include "lock/lock.h"
 
 #define PAGE_SLOTS_MIN 256u /* hash buckets of a file's page cache, at first */
 #define DEFAULT_DIRTY_LIMIT_PAGES 16384u /* 64 MiB of 4 KiB pages */
@@ -799,9 +800,9 @@ static bool has_writeback_work(const struct inode *inode)
 static int writeback_one(struct ordfs *fs, struct inode *inode, void *ctx)
 {
 	const struct writeback_pass *pass = ctx;
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	if ((inode->d.mode & 0170000) != 0100000 || inode->d.links == 0) {
-		pthread_rwlock_unlock(&inode->lock);
+		ordfs_rwlock_unlock(&inode->lock);
 		return 0; /* an unlinked file's data dies with it */
 	}
 	int err = 0;
@@ -813,14 +814,14 @@ static int writeback_one(struct ordfs *fs, struct inode *inode, void *ctx)
 		 * pages dirtied meanwhile may wait for the next pass. */
 		uint64_t slices = inode->pages->count / pass->max_pages + 1;
 		while (!err && slices-- > 0 && has_writeback_work(inode)) {
-			pthread_rwlock_unlock(&inode->lock);
-			pthread_rwlock_wrlock(&inode->lock);
+			ordfs_rwlock_unlock(&inode->lock);
+			ordfs_rwlock_wrlock(&inode->lock);
 			if (inode->d.links == 0)
 				break;
 			err = writeback_some_locked(fs, inode, false, pass->max_pages);
 		}
 	}
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return err;
 }
 
@@ -873,7 +874,7 @@ ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
 	if (!tmp)
 		return -ENOMEM;
 
-	pthread_rwlock_rdlock(&inode->lock);
+	ordfs_rwlock_rdlock(&inode->lock);
 	ssize_t done = 0;
 	if (off < inode->size) {
 		if (len > inode->size - off)
@@ -902,7 +903,7 @@ ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
 	bool touch = done >= 0 && fs->opts.atime.mode != ATIME_NOATIME &&
 		     atime_needs_update(&fs->opts.atime, false, inode->d.atime, inode->d.mtime,
 					inode->d.ctime, ordfs_now());
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	free(tmp);
 	if (touch)
 		(void)atime_touch(fs, inode); /* a read never fails for its atime */
@@ -923,7 +924,7 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 	if (off + len < off || off + len > (1ull << 62))
 		return -EFBIG;
 
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	while ((size_t)done < len) {
 		uint64_t pos = off + (uint64_t)done;
 		uint64_t lblk = pos / bs;
@@ -957,7 +958,7 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 		if (werr && done == 0)
 			err = werr;
 	}
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return done > 0 ? done : err;
 }
 
@@ -1110,8 +1111,8 @@ int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size)
 		return -EROFS;
 	if ((inode->d.mode & 0170000) != 0100000)
 		return -EINVAL;
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	int err = ordfs_truncate_locked(fs, inode, size);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return err;
 }

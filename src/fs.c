@@ -30,6 +30,7 @@
 #include "blockdev/blockdev.h"
 #include "cache/bcache.h"
 #include "log.h"
+#include "lock/lock.h"
 
 #define DEFAULT_CACHE_BUFFERS 8192u
 
@@ -164,7 +165,7 @@ int ordfs_clear_error_state(struct blockdev *bd, bool *cleared)
 static void *writeback_main(void *arg)
 {
 	struct ordfs *fs = arg;
-	pthread_mutex_lock(&fs->writeback_lock);
+	ordfs_mutex_lock(&fs->writeback_lock);
 	struct timespec next; /* the next full pass: kicks do not postpone it */
 	clock_gettime(CLOCK_REALTIME, &next);
 	while (!fs->writeback_stop) {
@@ -176,28 +177,28 @@ static void *writeback_main(void *arg)
 		while (!fs->writeback_stop && !timed_out) {
 			if (fs->writeback_kicked) {
 				/* A writer went past the background threshold. */
-				pthread_mutex_unlock(&fs->writeback_lock);
+				ordfs_mutex_unlock(&fs->writeback_lock);
 				/* Errors stay with the pages (and go to errseq). */
 				ordfs_report_error(fs, file_writeback_early(fs),
 						   "background writeback");
-				pthread_mutex_lock(&fs->writeback_lock);
+				ordfs_mutex_lock(&fs->writeback_lock);
 				__atomic_store_n(&fs->writeback_kicked, false, __ATOMIC_RELAXED);
 				continue;
 			}
-			timed_out = pthread_cond_timedwait(&fs->writeback_cond, &fs->writeback_lock,
+			timed_out = ordfs_cond_timedwait(&fs->writeback_cond, &fs->writeback_lock,
 							   &next) == ETIMEDOUT;
 		}
 		if (fs->writeback_stop)
 			break;
-		pthread_mutex_unlock(&fs->writeback_lock);
+		ordfs_mutex_unlock(&fs->writeback_lock);
 		/* Errors stay with the pages (and go to errseq). */
 		ordfs_report_error(fs, file_writeback_periodic(fs), "background writeback");
 		ordfs_report_error(fs, atime_write_lazy(fs, false), /* lazytime: a day old */
 				   "writing lazy access times");
-		pthread_mutex_lock(&fs->writeback_lock);
+		ordfs_mutex_lock(&fs->writeback_lock);
 		clock_gettime(CLOCK_REALTIME, &next);
 	}
-	pthread_mutex_unlock(&fs->writeback_lock);
+	ordfs_mutex_unlock(&fs->writeback_lock);
 	return NULL;
 }
 
@@ -205,22 +206,22 @@ void ordfs_kick_writeback(struct ordfs *fs)
 {
 	if (!fs->writeback_started || __atomic_load_n(&fs->writeback_kicked, __ATOMIC_RELAXED))
 		return;
-	pthread_mutex_lock(&fs->writeback_lock);
+	ordfs_mutex_lock(&fs->writeback_lock);
 	if (!fs->writeback_kicked) {
 		__atomic_store_n(&fs->writeback_kicked, true, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&fs->writeback_cond);
 	}
-	pthread_mutex_unlock(&fs->writeback_lock);
+	ordfs_mutex_unlock(&fs->writeback_lock);
 }
 
 static void writeback_thread_stop(struct ordfs *fs)
 {
 	if (!fs->writeback_started)
 		return;
-	pthread_mutex_lock(&fs->writeback_lock);
+	ordfs_mutex_lock(&fs->writeback_lock);
 	fs->writeback_stop = true;
 	pthread_cond_broadcast(&fs->writeback_cond);
-	pthread_mutex_unlock(&fs->writeback_lock);
+	ordfs_mutex_unlock(&fs->writeback_lock);
 	pthread_join(fs->writeback_thread, NULL);
 	fs->writeback_started = false;
 }
@@ -232,10 +233,10 @@ static void fs_free(struct ordfs *fs)
 	bcache_destroy(fs->cache);
 	if (fs->bd != fs->raw_bd)
 		blockdev_destroy(fs->bd);
-	pthread_mutex_destroy(&fs->sb_lock);
-	pthread_mutex_destroy(&fs->orphan_lock);
-	pthread_mutex_destroy(&fs->rename_lock);
-	pthread_mutex_destroy(&fs->writeback_lock);
+	ordfs_mutex_destroy(&fs->sb_lock);
+	ordfs_mutex_destroy(&fs->orphan_lock);
+	ordfs_mutex_destroy(&fs->rename_lock);
+	ordfs_mutex_destroy(&fs->writeback_lock);
 	pthread_cond_destroy(&fs->writeback_cond);
 	sync_gate_destroy(&fs->sync_gate);
 	free(fs);
@@ -304,10 +305,10 @@ static void journal_aborted_cb(void *ctx, int err, bool internal)
 	} else if (fs->opts.flush_error == FLUSH_ERROR_REMOUNT_RO) {
 		ordfs_record_error(fs, err);
 	} else if (fs->opts.flush_error == FLUSH_ERROR_ABORT && fs->opts.fatal) {
-		pthread_mutex_lock(&fs->sb_lock);
+		ordfs_mutex_lock(&fs->sb_lock);
 		bool first = !fs->stopped;
 		fs->stopped = true;
-		pthread_mutex_unlock(&fs->sb_lock);
+		ordfs_mutex_unlock(&fs->sb_lock);
 		if (first)
 			fs->opts.fatal(fs->opts.fatal_ctx, err);
 	}
@@ -368,10 +369,10 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	}
 	fs->bd = fs->raw_bd = bd;
 	fs->opts = *opts;
-	pthread_mutex_init(&fs->sb_lock, NULL);
-	pthread_mutex_init(&fs->orphan_lock, NULL);
-	pthread_mutex_init(&fs->rename_lock, NULL);
-	pthread_mutex_init(&fs->writeback_lock, NULL);
+	ordfs_mutex_init(&fs->sb_lock, LOCK_SB, "sb_lock");
+	ordfs_mutex_init(&fs->orphan_lock, LOCK_ORPHAN, "orphan_lock");
+	ordfs_mutex_init(&fs->rename_lock, LOCK_RENAME, "rename_lock");
+	ordfs_mutex_init(&fs->writeback_lock, LOCK_WRITEBACK, "writeback_lock");
 	pthread_cond_init(&fs->writeback_cond, NULL);
 	sync_gate_init(&fs->sync_gate);
 

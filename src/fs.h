@@ -27,6 +27,7 @@
 #include "flush/gate.h"
 #include "atime/atime.h"
 #include "stats/latency.h"
+#include "lock/lock.h"
 
 struct blockdev;
 struct bcache;
@@ -65,7 +66,7 @@ struct ordfs {
 	uint32_t block_size;
 	uint32_t csum_seed;
 
-	pthread_mutex_t sb_lock; /* guards sb */
+	struct ordfs_mutex sb_lock; /* guards sb */
 	struct ordfs_super sb;
 
 	struct bcache *cache;
@@ -75,10 +76,10 @@ struct ordfs {
 
 	struct journal_recovery_info recovery; /* what the mount replayed */
 
-	pthread_mutex_t orphan_lock;  /* orphan list (orphan.h): sb.orphan_head,
+	struct ordfs_mutex orphan_lock;  /* orphan list (orphan.h): sb.orphan_head,
 					 next_orphan, the in-memory links */
 	struct inode *orphan_first;   /* orphan_lock: the list in memory */
-	pthread_mutex_t rename_lock;  /* directory renames across parents */
+	struct ordfs_mutex rename_lock;  /* directory renames across parents */
 	uint64_t dirty_pages;         /* delayed pages fs-wide (atomic) */
 
 	/* Periodic writeback of delayed data (every commit interval). */
@@ -86,7 +87,7 @@ struct ordfs {
 	bool writeback_started;
 	bool writeback_stop;          /* writeback_lock */
 	bool writeback_kicked;        /* writeback_lock: early writeback asked for */
-	pthread_mutex_t writeback_lock;
+	struct ordfs_mutex writeback_lock;
 	pthread_cond_t writeback_cond;
 	uint64_t dirty_limit_pages;   /* set by dirty_limit=; 0: self-tuned */
 	uint64_t dirty_limit_cap_pages; /* the self-tuned limit stays below (RAM/8) */

@@ -24,12 +24,13 @@
 #include "extent/extent.h"
 #include "journal/journal.h"
 #include "ordfs_assert.h"
+#include "lock/lock.h"
 
 #define ICACHE_SLOTS 4096u
 
 struct inode_cache {
 	struct ordfs *fs;
-	pthread_mutex_t lock;
+	struct ordfs_mutex lock;
 	struct inode *table[ICACHE_SLOTS];
 	uint64_t count;
 	uint32_t evictions_running;  /* lock */
@@ -45,7 +46,7 @@ int inode_cache_create(struct ordfs *fs, struct inode_cache **out)
 	if (!ic)
 		return -ENOMEM;
 	ic->fs = fs;
-	pthread_mutex_init(&ic->lock, NULL);
+	ordfs_mutex_init(&ic->lock, LOCK_ICACHE, "inode cache lock");
 	pthread_cond_init(&ic->evictions_done, NULL);
 	*out = ic;
 	return 0;
@@ -54,9 +55,9 @@ int inode_cache_create(struct ordfs *fs, struct inode_cache **out)
 static void inode_free(struct inode *inode)
 {
 	file_pages_destroy(inode);
-	pthread_mutex_destroy(&inode->raw_lock);
+	ordfs_mutex_destroy(&inode->raw_lock);
 	errseq_destroy(&inode->wb_err);
-	pthread_rwlock_destroy(&inode->lock);
+	ordfs_rwlock_destroy(&inode->lock);
 	free(inode);
 }
 
@@ -72,7 +73,7 @@ void inode_cache_destroy(struct inode_cache *ic)
 			inode = next;
 		}
 	}
-	pthread_mutex_destroy(&ic->lock);
+	ordfs_mutex_destroy(&ic->lock);
 	pthread_cond_destroy(&ic->evictions_done);
 	free(ic);
 }
@@ -126,8 +127,8 @@ static struct inode *inode_alloc_mem(uint32_t ino)
 	if (!inode)
 		return NULL;
 	inode->ino = ino;
-	pthread_rwlock_init(&inode->lock, NULL);
-	pthread_mutex_init(&inode->raw_lock, NULL);
+	ordfs_rwlock_init(&inode->lock, LOCK_INODE, "inode lock");
+	ordfs_mutex_init(&inode->raw_lock, LOCK_INODE_RAW, "inode raw_lock");
 	errseq_init(&inode->wb_err);
 	return inode;
 }
@@ -136,11 +137,11 @@ static struct inode *inode_alloc_mem(uint32_t ino)
  * cached one with a reference.  Frees `fresh` if it lost the race. */
 static struct inode *cache_insert(struct inode_cache *ic, struct inode *fresh)
 {
-	pthread_mutex_lock(&ic->lock);
+	ordfs_mutex_lock(&ic->lock);
 	struct inode *have = cache_find(ic, fresh->ino);
 	if (have) {
 		have->refs++;
-		pthread_mutex_unlock(&ic->lock);
+		ordfs_mutex_unlock(&ic->lock);
 		inode_free(fresh);
 		return have;
 	}
@@ -149,7 +150,7 @@ static struct inode *cache_insert(struct inode_cache *ic, struct inode *fresh)
 	*slot = fresh;
 	fresh->refs = 1;
 	ic->count++;
-	pthread_mutex_unlock(&ic->lock);
+	ordfs_mutex_unlock(&ic->lock);
 	return fresh;
 }
 
@@ -157,15 +158,15 @@ int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out)
 {
 	struct inode_cache *ic = fs->icache;
 
-	pthread_mutex_lock(&ic->lock);
+	ordfs_mutex_lock(&ic->lock);
 	struct inode *inode = cache_find(ic, ino);
 	if (inode) {
 		inode->refs++;
-		pthread_mutex_unlock(&ic->lock);
+		ordfs_mutex_unlock(&ic->lock);
 		*out = inode;
 		return 0;
 	}
-	pthread_mutex_unlock(&ic->lock);
+	ordfs_mutex_unlock(&ic->lock);
 
 	struct inode *fresh = inode_alloc_mem(ino);
 	if (!fresh)
@@ -187,9 +188,9 @@ int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out)
 
 void inode_hold(struct ordfs *fs, struct inode *inode)
 {
-	pthread_mutex_lock(&fs->icache->lock);
+	ordfs_mutex_lock(&fs->icache->lock);
 	inode->refs++;
-	pthread_mutex_unlock(&fs->icache->lock);
+	ordfs_mutex_unlock(&fs->icache->lock);
 }
 
 /* Runs an eviction that the caller counted in evictions_running. */
@@ -200,11 +201,11 @@ static void evict(struct ordfs *fs, struct inode *inode)
 	evicting_here = true;
 	ordfs_inode_evict(fs, inode);
 	evicting_here = !outer;
-	pthread_mutex_lock(&ic->lock);
+	ordfs_mutex_lock(&ic->lock);
 	ORDFS_ASSERT_CHEAP(ic->evictions_running > 0);
 	if (--ic->evictions_running == 0)
 		pthread_cond_broadcast(&ic->evictions_done);
-	pthread_mutex_unlock(&ic->lock);
+	ordfs_mutex_unlock(&ic->lock);
 }
 
 void inode_wait_evictions(struct ordfs *fs)
@@ -215,11 +216,11 @@ void inode_wait_evictions(struct ordfs *fs)
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 5;
-	pthread_mutex_lock(&ic->lock);
+	ordfs_mutex_lock(&ic->lock);
 	while (ic->evictions_running > 0 &&
-	       pthread_cond_timedwait(&ic->evictions_done, &ic->lock, &until) == 0)
+	       ordfs_cond_timedwait(&ic->evictions_done, &ic->lock, &until) == 0)
 		;
-	pthread_mutex_unlock(&ic->lock);
+	ordfs_mutex_unlock(&ic->lock);
 }
 
 void inode_put(struct ordfs *fs, struct inode *inode)
@@ -231,7 +232,7 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 {
 	struct inode_cache *ic = fs->icache;
 
-	pthread_mutex_lock(&ic->lock);
+	ordfs_mutex_lock(&ic->lock);
 	if (inode->refs == 0)
 		abort(); /* reference underflow: a bug, never continue */
 	/* Dirty data (or a lazily kept atime) keeps a linked inode cached
@@ -240,20 +241,20 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 	if (--inode->refs > 0 ||
 	    ((file_has_dirty(inode) || __atomic_load_n(&inode->atime_dirty, __ATOMIC_RELAXED)) &&
 	     inode->d.links > 0)) {
-		pthread_mutex_unlock(&ic->lock);
+		ordfs_mutex_unlock(&ic->lock);
 		return;
 	}
 	if (inode->d.links == 0 && (flags & INODE_PUT_NO_EVICT)) {
 		/* Stays cached (and on the orphan list) for a later put, the
 		 * unmount or the next mount. */
-		pthread_mutex_unlock(&ic->lock);
+		ordfs_mutex_unlock(&ic->lock);
 		return;
 	}
 	if (__atomic_load_n(&inode->on_orphan_list, __ATOMIC_ACQUIRE) &&
 	    (inode->evicting || inode->d.links > 0)) {
 		/* The in-memory orphan list points at it: an eviction or a
 		 * truncate that failed left it there for the next mount. */
-		pthread_mutex_unlock(&ic->lock);
+		ordfs_mutex_unlock(&ic->lock);
 		return;
 	}
 	if (inode->d.links == 0 && inode->d.mode != 0 && !inode->evicting && fs->journal) {
@@ -262,7 +263,7 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 		inode->evicting = true;
 		inode->refs++;
 		ic->evictions_running++;
-		pthread_mutex_unlock(&ic->lock);
+		ordfs_mutex_unlock(&ic->lock);
 		evict(fs, inode);
 		inode_put(fs, inode);
 		return;
@@ -274,7 +275,7 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 		*pp = inode->hash_next;
 		ic->count--;
 	}
-	pthread_mutex_unlock(&ic->lock);
+	ordfs_mutex_unlock(&ic->lock);
 	inode_free(inode);
 }
 
@@ -284,7 +285,7 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
  * the old one is freed by its own last put. */
 static struct inode *cache_insert_new(struct inode_cache *ic, struct inode *fresh)
 {
-	pthread_mutex_lock(&ic->lock);
+	ordfs_mutex_lock(&ic->lock);
 	struct inode **pp = slot_of(ic, fresh->ino);
 	while (*pp && (*pp)->ino != fresh->ino)
 		pp = &(*pp)->hash_next;
@@ -299,7 +300,7 @@ static struct inode *cache_insert_new(struct inode_cache *ic, struct inode *fres
 	*slot = fresh;
 	fresh->refs = 1;
 	ic->count++;
-	pthread_mutex_unlock(&ic->lock);
+	ordfs_mutex_unlock(&ic->lock);
 	return fresh;
 }
 
@@ -310,11 +311,11 @@ int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inod
 	uint32_t cap = 0, n = 0;
 	struct inode **list = NULL;
 
-	pthread_mutex_lock(&ic->lock);
+	ordfs_mutex_lock(&ic->lock);
 	cap = (uint32_t)ic->count;
 	list = malloc((cap ? cap : 1) * sizeof(*list));
 	if (!list) {
-		pthread_mutex_unlock(&ic->lock);
+		ordfs_mutex_unlock(&ic->lock);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < ICACHE_SLOTS; i++) {
@@ -323,7 +324,7 @@ int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inod
 			list[n++] = inode;
 		}
 	}
-	pthread_mutex_unlock(&ic->lock);
+	ordfs_mutex_unlock(&ic->lock);
 
 	int err = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -347,9 +348,9 @@ int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigne
 		return err;
 	err = journal_get_write_access(h, b, 0);
 	if (!err) {
-		pthread_mutex_lock(&inode->raw_lock);
+		ordfs_mutex_lock(&inode->raw_lock);
 		ordfs_inode_encode(&inode->d, inode->ino, fs->csum_seed, b->data + off);
-		pthread_mutex_unlock(&inode->raw_lock);
+		ordfs_mutex_unlock(&inode->raw_lock);
 		inode->times_dirty = false;
 		/* d.atime went with the rest */
 		__atomic_store_n(&inode->atime_dirty, false, __ATOMIC_RELAXED);
@@ -375,10 +376,10 @@ int inode_write_next_orphan(struct ordfs *fs, struct handle *h, struct inode *in
 		return err;
 	err = journal_get_write_access(h, b, 0);
 	if (!err) {
-		pthread_mutex_lock(&inode->raw_lock);
+		ordfs_mutex_lock(&inode->raw_lock);
 		inode->d.next_orphan = next;
 		ordfs_inode_patch_next_orphan(b->data + off, inode->ino, fs->csum_seed, next);
-		pthread_mutex_unlock(&inode->raw_lock);
+		ordfs_mutex_unlock(&inode->raw_lock);
 	}
 	bcache_put(fs->cache, b);
 	return err;
@@ -419,14 +420,14 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mod
 static int evict_if_unlinked(struct ordfs *fs, struct inode *inode, void *ctx)
 {
 	(void)ctx;
-	pthread_mutex_lock(&fs->icache->lock);
+	ordfs_mutex_lock(&fs->icache->lock);
 	bool do_evict = inode->d.links == 0 && inode->d.mode != 0 && !inode->evicting &&
 		     !inode->unhashed;
 	if (do_evict) {
 		inode->evicting = true;
 		fs->icache->evictions_running++;
 	}
-	pthread_mutex_unlock(&fs->icache->lock);
+	ordfs_mutex_unlock(&fs->icache->lock);
 	if (do_evict)
 		evict(fs, inode);
 	return 0;

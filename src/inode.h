@@ -35,6 +35,7 @@
 
 #include "format.h"
 #include "flush/errseq.h"
+#include "lock/lock.h"
 
 struct ordfs;
 struct handle;
@@ -42,10 +43,10 @@ struct page_cache;
 
 struct inode {
 	uint32_t ino;
-	pthread_rwlock_t lock;
+	struct ordfs_rwlock lock;
 	struct ordfs_inode d;  /* on-disk fields (inode->lock) */
 	uint64_t size;         /* user-visible size (inode->lock) */
-	pthread_mutex_t raw_lock; /* the inode's slot in its table buffer */
+	struct ordfs_mutex raw_lock; /* the inode's slot in its table buffer */
 	uint64_t sync_tid;     /* last transaction that changed the inode (atomic) */
 	uint64_t datasync_tid; /* last transaction that changed more than times (atomic) */
 	struct page_cache *pages; /* file data awaiting writeback (file.c) */

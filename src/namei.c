@@ -42,6 +42,7 @@
 #include "xattr.h"
 #include "orphan.h"
 #include "log.h"
+#include "lock/lock.h"
 
 static uint8_t dtype_of(uint16_t mode)
 {
@@ -105,7 +106,7 @@ int ordfs_truncate_end(struct ordfs *fs, struct inode *inode)
 
 void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
 {
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	int err = 0;
 	if (S_ISREG(inode->d.mode))
 		err = ordfs_truncate_locked(fs, inode, 0);
@@ -138,7 +139,7 @@ void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
 				err = serr;
 		}
 	}
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	if (err && err != -EROFS) {
 		/* The inode stays on the orphan list for the next mount. */
 		ordfs_log(LOG_ERR, "could not free unlinked inode %u (%s): it stays on the "
@@ -164,12 +165,12 @@ int ordfs_process_orphans(struct ordfs *fs)
 			/* A truncate interrupted by the crash: d.size is already
 			 * the new size; free what lies past it, then take the
 			 * inode off the list. */
-			pthread_rwlock_wrlock(&inode->lock);
+			ordfs_rwlock_wrlock(&inode->lock);
 			err = ordfs_unmap_from(fs, inode,
 					       (inode->d.size + fs->block_size - 1) / fs->block_size);
 			if (!err)
 				err = ordfs_truncate_end(fs, inode);
-			pthread_rwlock_unlock(&inode->lock);
+			ordfs_rwlock_unlock(&inode->lock);
 		}
 		uint32_t ino = inode->ino;
 		inode_put(fs, inode); /* links == 0: evicts */
@@ -192,9 +193,9 @@ int ordfs_lookup(struct ordfs *fs, struct inode *dir, const char *name, struct i
 	int err = dir_check_name(name, len);
 	if (err)
 		return err;
-	pthread_rwlock_rdlock(&dir->lock);
+	ordfs_rwlock_rdlock(&dir->lock);
 	err = dir_lookup(fs, dir, name, len, &ino, NULL);
-	pthread_rwlock_unlock(&dir->lock);
+	ordfs_rwlock_unlock(&dir->lock);
 	if (err)
 		return err;
 	return inode_get(fs, ino, out);
@@ -322,7 +323,7 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 	if (err)
 		return err;
 
-	pthread_rwlock_wrlock(&dir->lock);
+	ordfs_rwlock_wrlock(&dir->lock);
 	if (dir->d.links == 0) {
 		err = -ENOENT; /* the directory was removed */
 		goto out_unlock;
@@ -413,7 +414,7 @@ out_stop:;
 	if (!err)
 		err = serr;
 out_unlock:
-	pthread_rwlock_unlock(&dir->lock);
+	ordfs_rwlock_unlock(&dir->lock);
 	acl_inherit_release(&ai);
 	if (err) {
 		if (child)
@@ -529,7 +530,7 @@ ssize_t ordfs_readlink(struct ordfs *fs, struct inode *link, char *buf, size_t s
 {
 	if (!S_ISLNK(link->d.mode))
 		return -EINVAL;
-	pthread_rwlock_rdlock(&link->lock);
+	ordfs_rwlock_rdlock(&link->lock);
 	uint64_t len = link->d.size;
 	ssize_t result;
 	if (len == 0 || len > ORDFS_SYMLINK_MAX) {
@@ -561,7 +562,7 @@ ssize_t ordfs_readlink(struct ordfs *fs, struct inode *link, char *buf, size_t s
 			bcache_put(fs->cache, b);
 		}
 	}
-	pthread_rwlock_unlock(&link->lock);
+	ordfs_rwlock_unlock(&link->lock);
 	if (result > 0)
 		(void)atime_touch(fs, link);
 	if (result > (ssize_t)size)
@@ -574,9 +575,9 @@ int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_em
 {
 	if (!is_dir(dir))
 		return -ENOTDIR;
-	pthread_rwlock_rdlock(&dir->lock);
+	ordfs_rwlock_rdlock(&dir->lock);
 	int err = dir_readdir(fs, dir, cookie, emit, ctx);
-	pthread_rwlock_unlock(&dir->lock);
+	ordfs_rwlock_unlock(&dir->lock);
 	if (err >= 0)
 		(void)atime_touch(fs, dir); /* a listing never fails for its atime */
 	return err;
@@ -595,8 +596,8 @@ static int link_once(struct ordfs *fs, struct inode *inode, struct inode *newdir
 	if (is_dir(inode))
 		return -EPERM;
 
-	pthread_rwlock_wrlock(&newdir->lock);
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&newdir->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	if (newdir->d.links == 0 || inode->d.links == 0) {
 		err = -ENOENT; /* the directory or the file was removed */
 	} else if (inode->d.links >= ORDFS_LINK_MAX) {
@@ -626,8 +627,8 @@ static int link_once(struct ordfs *fs, struct inode *inode, struct inode *newdir
 				err = serr;
 		}
 	}
-	pthread_rwlock_unlock(&inode->lock);
-	pthread_rwlock_unlock(&newdir->lock);
+	ordfs_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&newdir->lock);
 	return err;
 }
 
@@ -667,13 +668,13 @@ static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, 
 	if (err)
 		return err;
 
-	pthread_rwlock_wrlock(&dir->lock);
+	ordfs_rwlock_wrlock(&dir->lock);
 	err = dir_lookup(fs, dir, name, len, &ino, NULL);
 	if (!err)
 		err = inode_get(fs, ino, &child);
 	if (err)
 		goto out_unlock;
-	pthread_rwlock_wrlock(&child->lock);
+	ordfs_rwlock_wrlock(&child->lock);
 	if (want_dir && !is_dir(child))
 		err = -ENOTDIR;
 	else if (!want_dir && is_dir(child))
@@ -703,9 +704,9 @@ static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, 
 	if (!err)
 		err = serr;
 out_unlock_child:
-	pthread_rwlock_unlock(&child->lock);
+	ordfs_rwlock_unlock(&child->lock);
 out_unlock:
-	pthread_rwlock_unlock(&dir->lock);
+	ordfs_rwlock_unlock(&dir->lock);
 	if (child)
 		inode_put(fs, child); /* the last reference frees an unlinked inode */
 	return err;
@@ -876,19 +877,19 @@ static int exchange_apply(struct ordfs *fs, struct handle *h, struct rename_ctx 
 static void lock_pair(struct inode *a, struct inode *b)
 {
 	if (!b || a == b) {
-		pthread_rwlock_wrlock(&a->lock);
+		ordfs_rwlock_wrlock(&a->lock);
 		return;
 	}
 	struct inode *first = a->ino < b->ino ? a : b;
-	pthread_rwlock_wrlock(&first->lock);
-	pthread_rwlock_wrlock(&(first == a ? b : a)->lock);
+	ordfs_rwlock_wrlock(&first->lock);
+	ordfs_rwlock_wrlock(&(first == a ? b : a)->lock);
 }
 
 static void unlock_pair(struct inode *a, struct inode *b)
 {
-	pthread_rwlock_unlock(&a->lock);
+	ordfs_rwlock_unlock(&a->lock);
 	if (b && b != a)
-		pthread_rwlock_unlock(&b->lock);
+		ordfs_rwlock_unlock(&b->lock);
 }
 
 static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldname,
@@ -912,7 +913,7 @@ static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldna
 
 	bool cross = olddir != newdir;
 	if (cross)
-		pthread_mutex_lock(&fs->rename_lock);
+		ordfs_mutex_lock(&fs->rename_lock);
 	lock_pair(olddir, cross ? newdir : NULL);
 
 	err = dir_lookup(fs, olddir, oldname, rc.oldlen, &ino, NULL);
@@ -960,7 +961,7 @@ static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldna
 out:
 	unlock_pair(olddir, cross ? newdir : NULL);
 	if (cross)
-		pthread_mutex_unlock(&fs->rename_lock);
+		ordfs_mutex_unlock(&fs->rename_lock);
 	if (rc.src)
 		inode_put(fs, rc.src);
 	if (rc.dst)

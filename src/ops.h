@@ -197,6 +197,18 @@ off_t ordfs_seek_data_hole(struct ordfs *fs, struct inode *inode, uint64_t off, 
  * absent), from <sys/xattr.h>; -EROFS on a read-only mount. */
 int ordfs_setxattr(struct ordfs *fs, struct inode *inode, const char *name, const void *value,
 		   size_t size, int flags);
+/* Who sets an attribute, for the rule Linux applies to access ACLs
+ * (posix_acl_update_mode): the set-group-ID bit is cleared when the
+ * caller is not in the file's group and lacks CAP_FSETID. */
+struct ordfs_caller {
+	struct ordfs_cred cred;
+	const uint32_t *groups; /* supplementary groups, as ordfs_permission */
+	uint32_t ngroups;
+	bool cap_fsetid;
+};
+/* ordfs_setxattr on behalf of caller (NULL: a privileged caller). */
+int ordfs_setxattr_by(struct ordfs *fs, struct inode *inode, const char *name,
+		      const void *value, size_t size, int flags, const struct ordfs_caller *caller);
 /* The value's length, copied to value unless size is 0; -ERANGE if size is
  * too small, -ENODATA if absent. */
 ssize_t ordfs_getxattr(struct ordfs *fs, struct inode *inode, const char *name, void *value,

@@ -8,24 +8,25 @@
 #include "inode.h"
 #include "orphan.h"
 #include "ordfs_assert.h"
+#include "lock/lock.h"
 
 static int set_orphan_head(struct ordfs *fs, struct handle *h, uint32_t ino)
 {
-	pthread_mutex_lock(&fs->sb_lock);
+	ordfs_mutex_lock(&fs->sb_lock);
 	uint32_t old = fs->sb.orphan_head;
 	fs->sb.orphan_head = ino;
 	int err = ordfs_write_super_journaled(fs, h);
 	if (err)
 		fs->sb.orphan_head = old;
-	pthread_mutex_unlock(&fs->sb_lock);
+	ordfs_mutex_unlock(&fs->sb_lock);
 	return err;
 }
 
 static void set_next_orphan_field(struct inode *inode, uint32_t next)
 {
-	pthread_mutex_lock(&inode->raw_lock);
+	ordfs_mutex_lock(&inode->raw_lock);
 	inode->d.next_orphan = next;
-	pthread_mutex_unlock(&inode->raw_lock);
+	ordfs_mutex_unlock(&inode->raw_lock);
 }
 
 /* The list in memory agrees with the one on disk at its head. */
@@ -37,15 +38,15 @@ static void assert_head_agrees(struct ordfs *fs)
 
 uint32_t orphan_head(struct ordfs *fs)
 {
-	pthread_mutex_lock(&fs->orphan_lock);
+	ordfs_mutex_lock(&fs->orphan_lock);
 	uint32_t ino = fs->sb.orphan_head;
-	pthread_mutex_unlock(&fs->orphan_lock);
+	ordfs_mutex_unlock(&fs->orphan_lock);
 	return ino;
 }
 
 int orphan_add(struct ordfs *fs, struct handle *h, struct inode *inode)
 {
-	pthread_mutex_lock(&fs->orphan_lock);
+	ordfs_mutex_lock(&fs->orphan_lock);
 	ORDFS_ASSERT_CHEAP(!inode->on_orphan_list);
 	assert_head_agrees(fs);
 	struct inode *first = fs->orphan_first;
@@ -66,7 +67,7 @@ int orphan_add(struct ordfs *fs, struct handle *h, struct inode *inode)
 		fs->orphan_first = inode;
 		__atomic_store_n(&inode->on_orphan_list, true, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&fs->orphan_lock);
+	ordfs_mutex_unlock(&fs->orphan_lock);
 	return err;
 }
 
@@ -74,7 +75,7 @@ int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode)
 {
 	int err = 0;
 
-	pthread_mutex_lock(&fs->orphan_lock);
+	ordfs_mutex_lock(&fs->orphan_lock);
 	if (inode->on_orphan_list) {
 		struct inode *prev = inode->orphan_prev, *next = inode->orphan_next;
 		uint32_t next_ino = next ? next->ino : 0;
@@ -100,7 +101,7 @@ int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode)
 		set_next_orphan_field(inode, 0);
 		inode->d.flags &= ~ORDFS_INODE_ORPHAN;
 	}
-	pthread_mutex_unlock(&fs->orphan_lock);
+	ordfs_mutex_unlock(&fs->orphan_lock);
 	return err;
 }
 
@@ -110,7 +111,7 @@ int orphan_list_load(struct ordfs *fs, struct inode ***out, uint32_t *count)
 	struct inode **held = NULL, *tail = NULL;
 	int err = 0;
 
-	pthread_mutex_lock(&fs->orphan_lock);
+	ordfs_mutex_lock(&fs->orphan_lock);
 	ORDFS_ASSERT_CHEAP(fs->orphan_first == NULL);
 	for (uint32_t ino = fs->sb.orphan_head; ino;) {
 		if (n >= fs->sb.inode_count) {
@@ -157,7 +158,7 @@ int orphan_list_load(struct ordfs *fs, struct inode ***out, uint32_t *count)
 		}
 		fs->orphan_first = NULL;
 	}
-	pthread_mutex_unlock(&fs->orphan_lock);
+	ordfs_mutex_unlock(&fs->orphan_lock);
 	if (err) {
 		for (uint32_t i = 0; i < n; i++)
 			inode_put_flags(fs, held[i], INODE_PUT_NO_EVICT);

@@ -65,6 +65,7 @@
 #include "alloc/alloc.h"
 #include "cache/bcache.h"
 #include "journal/journal.h"
+#include "lock/lock.h"
 
 #define XATTR_PAD 4u
 
@@ -586,12 +587,18 @@ uint32_t xattr_credits(struct ordfs *fs)
 /* setxattr/removexattr of an ACL (value NULL: remove): the stored value
  * and the mode change together.  inode->lock held exclusively. */
 static int xattr_acl_change_locked(struct ordfs *fs, struct inode *inode, const struct xname *k,
-				   const void *value, size_t size)
+				   const void *value, size_t size,
+				   const struct ordfs_caller *caller)
 {
 	struct acl_set_plan ap;
 	int err = acl_plan_set(k->ns, inode->d.mode, value, size, &ap);
 	if (err)
 		return err;
+	/* posix_acl_update_mode: setting an access ACL clears set-group-ID
+	 * unless the caller is in the file's group or holds CAP_FSETID. */
+	if (value && caller && k->ns == ORDFS_XATTR_NS_POSIX_ACL_ACCESS && !caller->cap_fsetid &&
+	    !acl_in_group(inode->d.gid, caller->cred.gid, caller->groups, caller->ngroups))
+		ap.mode &= (uint16_t)~S_ISGID;
 	struct xchange c = { .key = *k, .remove = ap.remove, .absent_ok = true,
 			     .value = ap.disk, .vlen = ap.disk_len,
 			     .set_mode = true, .mode = ap.mode };
@@ -602,6 +609,12 @@ static int xattr_acl_change_locked(struct ordfs *fs, struct inode *inode, const 
 
 int ordfs_setxattr(struct ordfs *fs, struct inode *inode, const char *name, const void *value,
 		   size_t size, int flags)
+{
+	return ordfs_setxattr_by(fs, inode, name, value, size, flags, NULL);
+}
+
+int ordfs_setxattr_by(struct ordfs *fs, struct inode *inode, const char *name,
+		      const void *value, size_t size, int flags, const struct ordfs_caller *caller)
 {
 	struct xchange c = { .value = value, .flags = flags };
 
@@ -619,13 +632,13 @@ int ordfs_setxattr(struct ordfs *fs, struct inode *inode, const char *name, cons
 	c.vlen = (uint32_t)size;
 	unsigned retries = 0;
 	do { /* a new attribute block may wait for freed blocks to commit */
-		pthread_rwlock_wrlock(&inode->lock);
+		ordfs_rwlock_wrlock(&inode->lock);
 		if (!ns_has_name(c.key.ns))
 			err = xattr_acl_change_locked(fs, inode, &c.key, size ? value : NULL,
-						      size);
+						      size, caller);
 		else
 			err = xattr_change_locked(fs, inode, &c);
-		pthread_rwlock_unlock(&inode->lock);
+		ordfs_rwlock_unlock(&inode->lock);
 	} while (ordfs_should_retry_alloc(fs, err, &retries));
 	return err;
 }
@@ -639,12 +652,12 @@ int ordfs_removexattr(struct ordfs *fs, struct inode *inode, const char *name)
 		return err;
 	if (!fs->journal)
 		return -EROFS;
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	if (!ns_has_name(c.key.ns))
-		err = xattr_acl_change_locked(fs, inode, &c.key, NULL, 0);
+		err = xattr_acl_change_locked(fs, inode, &c.key, NULL, 0, NULL);
 	else
 		err = xattr_change_locked(fs, inode, &c);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return err;
 }
 
@@ -685,9 +698,9 @@ ssize_t ordfs_getxattr(struct ordfs *fs, struct inode *inode, const char *name, 
 		return -EINVAL;
 	if (!ns_has_name(k.ns) && S_ISLNK(inode->d.mode))
 		return -EOPNOTSUPP; /* as Linux: symlinks have no ACLs */
-	pthread_rwlock_rdlock(&inode->lock);
+	ordfs_rwlock_rdlock(&inode->lock);
 	ssize_t r = xattr_get_locked(fs, inode, &k, value, size);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return r;
 }
 
@@ -717,7 +730,7 @@ ssize_t ordfs_listxattr(struct ordfs *fs, struct inode *inode, char *list, size_
 
 	if (size && !list)
 		return -EINVAL;
-	pthread_rwlock_rdlock(&inode->lock);
+	ordfs_rwlock_rdlock(&inode->lock);
 	ssize_t r = xview_open(fs, inode, &v);
 	if (r == 0) {
 		size_t total = xview_list(&v, NULL);
@@ -729,7 +742,7 @@ ssize_t ordfs_listxattr(struct ordfs *fs, struct inode *inode, char *list, size_
 			r = (ssize_t)total;
 		xview_close(fs, &v);
 	}
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return r;
 }
 
@@ -770,11 +783,11 @@ int xattr_verify_acl(struct ordfs *fs, struct inode *inode, const char **acl_why
 
 	if (acl_why)
 		*acl_why = NULL;
-	pthread_rwlock_rdlock(&inode->lock);
+	ordfs_rwlock_rdlock(&inode->lock);
 	int err = xview_open_why(fs, inode, &v, acl_why);
 	if (!err)
 		xview_close(fs, &v);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return err;
 }
 

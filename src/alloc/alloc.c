@@ -15,6 +15,7 @@
 #include "alloc.h"
 #include "../cache/bcache.h"
 #include "../journal/journal.h"
+#include "../lock/lock.h"
 
 struct alloc {
 	struct bcache *cache;
@@ -29,7 +30,7 @@ struct alloc {
 	uint64_t inode_bitmap_start;
 	uint32_t inode_count;
 
-	pthread_mutex_t lock;
+	struct ordfs_mutex lock;
 	uint64_t *map;        /* block map, 1 = unavailable */
 	uint64_t *imap;       /* inode map, 1 = in use (bit i = inode i + 1) */
 	uint64_t map_free;    /* zero bits of map in the data area */
@@ -195,7 +196,7 @@ int alloc_load(struct bcache *cache, const struct ordfs_super *sb, unsigned flag
 	a->inode_count = sb->inode_count;
 	a->rotor = a->data_start;
 	a->meta_reserve = meta_reserve_for(a->data_end - a->data_start, a->block_size);
-	pthread_mutex_init(&a->lock, NULL);
+	ordfs_mutex_init(&a->lock, LOCK_ALLOC, "alloc lock");
 
 	a->map = calloc((a->block_count + 63) / 64, sizeof(uint64_t));
 	a->imap = calloc(((uint64_t)a->inode_count + 63) / 64, sizeof(uint64_t));
@@ -229,7 +230,7 @@ void alloc_destroy(struct alloc *a)
 		return;
 	free(a->map);
 	free(a->imap);
-	pthread_mutex_destroy(&a->lock);
+	ordfs_mutex_destroy(&a->lock);
 	free(a);
 }
 
@@ -273,10 +274,10 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 {
 	if (want == 0)
 		return -EINVAL;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	uint64_t limit = (flags & ALLOC_FROM_RESERVATION) ? a->map_free : available(a);
 	if (limit == 0) {
-		pthread_mutex_unlock(&a->lock);
+		ordfs_mutex_unlock(&a->lock);
 		return -ENOSPC;
 	}
 	if (want > limit)
@@ -288,7 +289,7 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 	if (s == a->data_end)
 		s = find_zero(a->map, a->data_start, goal);
 	if (s >= a->data_end || bit_test(a->map, s)) {
-		pthread_mutex_unlock(&a->lock);
+		ordfs_mutex_unlock(&a->lock);
 		return -ENOSPC; /* counters said free: only if they are wrong */
 	}
 	uint32_t n = 0;
@@ -300,7 +301,7 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 	if (flags & ALLOC_FROM_RESERVATION)
 		a->reserved -= n < a->reserved ? n : a->reserved;
 	a->rotor = s + n < a->data_end ? s + n : a->data_start;
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	*start = s;
 	*got = n;
 	return 0;
@@ -309,7 +310,7 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 void alloc_claim_free_run(struct alloc *a, uint64_t from, uint32_t max, uint64_t *start,
 			  uint32_t *len)
 {
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	if (from < a->data_start)
 		from = a->data_start;
 	uint64_t spare = available(a);
@@ -320,7 +321,7 @@ void alloc_claim_free_run(struct alloc *a, uint64_t from, uint32_t max, uint64_t
 		n++;
 	}
 	a->map_free -= n;
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	*start = s;
 	*len = n;
 }
@@ -335,23 +336,23 @@ void alloc_unclaim_blocks(struct alloc *a, uint64_t start, uint32_t len, unsigne
 {
 	if (!in_data_area(a, start, len))
 		return;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	for (uint64_t i = start; i < start + len; i++)
 		bit_clear(a->map, i);
 	a->map_free += len;
 	if (flags & ALLOC_FROM_RESERVATION)
 		a->reserved += len;
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 }
 
 int alloc_mark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_t len)
 {
 	if (!in_data_area(a, start, len))
 		return -EINVAL;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
 				   len, true);
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	return err;
 }
 
@@ -359,10 +360,10 @@ int alloc_unmark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint3
 {
 	if (!in_data_area(a, start, len))
 		return -EINVAL;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
 				   len, false);
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	return err;
 }
 
@@ -383,14 +384,14 @@ int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_
 {
 	if (!in_data_area(a, start, len))
 		return -EUCLEAN;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
 				   len, false);
 	if (!err)
 		err = journal_add_freed(h, start, len);
 	if (!err)
 		a->pending_free += len;
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	if (!err && (flags & ALLOC_METADATA)) {
 		for (uint64_t i = start; i < start + len && !err; i++)
 			err = journal_forget(h, i); /* [J6] */
@@ -403,7 +404,7 @@ void alloc_release_freed(void *ctx, uint64_t start, uint32_t len)
 	struct alloc *a = ctx;
 	if (!in_data_area(a, start, len))
 		return;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	for (uint64_t i = start; i < start + len; i++) {
 		if (bit_test(a->map, i)) {
 			bit_clear(a->map, i);
@@ -411,26 +412,26 @@ void alloc_release_freed(void *ctx, uint64_t start, uint32_t len)
 		}
 	}
 	a->pending_free -= len < a->pending_free ? len : a->pending_free;
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 }
 
 int alloc_reserve(struct alloc *a, uint64_t nblocks)
 {
 	int err = 0;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	if (available_for_data(a) < nblocks)
 		err = -ENOSPC;
 	else
 		a->reserved += nblocks;
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	return err;
 }
 
 void alloc_unreserve(struct alloc *a, uint64_t nblocks)
 {
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	a->reserved -= nblocks < a->reserved ? nblocks : a->reserved;
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 }
 
 uint32_t alloc_credits(const struct alloc *a, uint32_t nblocks)
@@ -442,9 +443,9 @@ uint32_t alloc_credits(const struct alloc *a, uint32_t nblocks)
 
 int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
 {
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	if (a->free_inodes == 0) {
-		pthread_mutex_unlock(&a->lock);
+		ordfs_mutex_unlock(&a->lock);
 		return -ENOSPC;
 	}
 	if (goal < ORDFS_FIRST_INO || goal > a->inode_count)
@@ -458,7 +459,7 @@ int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
 	if (i == a->inode_count)
 		i = find_zero(a->imap, ORDFS_FIRST_INO - 1, from);
 	if (i >= a->inode_count || i < ORDFS_FIRST_INO - 1 || bit_test(a->imap, i)) {
-		pthread_mutex_unlock(&a->lock);
+		ordfs_mutex_unlock(&a->lock);
 		return -ENOSPC;
 	}
 	int err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, i, 1,
@@ -469,7 +470,7 @@ int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
 		*ino = (uint32_t)i + 1;
 		a->inode_rotor = (uint32_t)i + 2;
 	}
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	return err;
 }
 
@@ -477,14 +478,14 @@ int alloc_free_inode(struct alloc *a, struct handle *h, uint32_t ino)
 {
 	if (ino < ORDFS_FIRST_INO || ino > a->inode_count)
 		return -EUCLEAN;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	int err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, ino - 1,
 				   1, false);
 	if (!err) {
 		bit_clear(a->imap, ino - 1);
 		a->free_inodes++;
 	}
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	return err;
 }
 
@@ -492,13 +493,13 @@ int alloc_free_inode(struct alloc *a, struct handle *h, uint32_t ino)
 
 void alloc_get_counts(struct alloc *a, struct alloc_counts *out)
 {
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	out->free_blocks = available(a);
 	out->data_blocks = available_for_data(a);
 	out->reserved_blocks = a->reserved;
 	out->pending_free = a->pending_free;
 	out->free_inodes = a->free_inodes;
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 }
 
 static bool disk_bit_of(struct alloc *a, uint64_t bitmap_start, enum ordfs_block_type type,
@@ -516,9 +517,9 @@ bool alloc_block_in_use(struct alloc *a, uint64_t blockno)
 {
 	if (blockno >= a->block_count)
 		return false;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	bool on = disk_bit_of(a, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, blockno);
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	return on;
 }
 
@@ -526,8 +527,8 @@ bool alloc_inode_in_use(struct alloc *a, uint32_t ino)
 {
 	if (ino == 0 || ino > a->inode_count)
 		return false;
-	pthread_mutex_lock(&a->lock);
+	ordfs_mutex_lock(&a->lock);
 	bool on = disk_bit_of(a, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, ino - 1);
-	pthread_mutex_unlock(&a->lock);
+	ordfs_mutex_unlock(&a->lock);
 	return on;
 }

@@ -24,6 +24,7 @@
 #include "../fs.h"
 #include "../inode.h"
 #include "../journal/journal.h"
+#include "../lock/lock.h"
 
 static bool is_dir(const struct inode *inode)
 {
@@ -47,7 +48,7 @@ int atime_touch(struct ordfs *fs, struct inode *inode)
 	if (p->mode == ATIME_NOATIME || ordfs_writable(fs) != 0)
 		return 0;
 
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	struct ordfs_timespec now = ordfs_now();
 	int err = 0;
 	if (inode->d.links > 0 &&
@@ -68,7 +69,7 @@ int atime_touch(struct ordfs *fs, struct inode *inode)
 			}
 		}
 	}
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return err;
 }
 
@@ -90,12 +91,12 @@ static int write_if_due(struct ordfs *fs, struct inode *inode, void *ctx)
 	/* A racy peek; the decision is made again under the lock. */
 	if (!__atomic_load_n(&inode->atime_dirty, __ATOMIC_RELAXED))
 		return 0;
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	int err = 0;
 	if (inode->atime_dirty && inode->d.links > 0 &&
 	    (scan->all || scan->now - inode->atime_dirty_since >= ATIME_RELATIME_MAX_AGE_SEC))
 		err = write_inode_times(fs, inode);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return err;
 }
 

@@ -12,10 +12,11 @@
 #include <string.h>
 
 #include "blockdev.h"
+#include "../lock/lock.h"
 
 struct mem_dev {
 	struct blockdev bd;
-	pthread_rwlock_t lock;
+	struct ordfs_rwlock lock;
 	uint8_t *bytes;
 };
 
@@ -29,9 +30,9 @@ static int mem_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 	struct mem_dev *m = to_mem(bd);
 	if (off > bd->size || len > bd->size - off)
 		return -EIO;
-	pthread_rwlock_rdlock(&m->lock);
+	ordfs_rwlock_rdlock(&m->lock);
 	memcpy(buf, m->bytes + off, len);
-	pthread_rwlock_unlock(&m->lock);
+	ordfs_rwlock_unlock(&m->lock);
 	return 0;
 }
 
@@ -40,9 +41,9 @@ static int mem_write(struct blockdev *bd, const void *buf, size_t len, uint64_t 
 	struct mem_dev *m = to_mem(bd);
 	if (off > bd->size || len > bd->size - off)
 		return -EIO;
-	pthread_rwlock_wrlock(&m->lock);
+	ordfs_rwlock_wrlock(&m->lock);
 	memcpy(m->bytes + off, buf, len);
-	pthread_rwlock_unlock(&m->lock);
+	ordfs_rwlock_unlock(&m->lock);
 	return 0;
 }
 
@@ -57,16 +58,16 @@ static int mem_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 	struct mem_dev *m = to_mem(bd);
 	if (off > bd->size || len > bd->size - off)
 		return -EIO;
-	pthread_rwlock_wrlock(&m->lock);
+	ordfs_rwlock_wrlock(&m->lock);
 	memset(m->bytes + off, 0, len);
-	pthread_rwlock_unlock(&m->lock);
+	ordfs_rwlock_unlock(&m->lock);
 	return 0;
 }
 
 static void mem_destroy(struct blockdev *bd)
 {
 	struct mem_dev *m = to_mem(bd);
-	pthread_rwlock_destroy(&m->lock);
+	ordfs_rwlock_destroy(&m->lock);
 	free(m->bytes);
 	free(m);
 }
@@ -91,7 +92,7 @@ int blockdev_mem_from(const void *image, uint64_t size, struct blockdev **out)
 	}
 	if (image)
 		memcpy(m->bytes, image, size);
-	pthread_rwlock_init(&m->lock, NULL);
+	ordfs_rwlock_init(&m->lock, LOCK_BLOCKDEV_MEM, "memory device lock");
 	m->bd.ops = &mem_ops;
 	m->bd.size = size;
 	*out = &m->bd;

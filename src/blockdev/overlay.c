@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "blockdev.h"
+#include "../lock/lock.h"
 
 #define OVERLAY_BUCKETS 4096u
 
@@ -28,7 +29,7 @@ struct overlay_dev {
 	struct blockdev bd;
 	struct blockdev *base;
 	uint32_t block_size;
-	pthread_mutex_t lock;
+	struct ordfs_mutex lock;
 	struct overlay_block *table[OVERLAY_BUCKETS];
 	uint64_t blocks;
 };
@@ -60,7 +61,7 @@ static int overlay_read(struct blockdev *bd, void *buf, size_t len, uint64_t off
 	if (err)
 		return err;
 	uint32_t bs = o->block_size;
-	pthread_mutex_lock(&o->lock);
+	ordfs_mutex_lock(&o->lock);
 	for (uint64_t b = off / bs; len && b <= (off + len - 1) / bs; b++) {
 		struct overlay_block *ob = find(o, b);
 		if (!ob)
@@ -69,7 +70,7 @@ static int overlay_read(struct blockdev *bd, void *buf, size_t len, uint64_t off
 		uint64_t to = (b + 1) * bs < off + len ? (b + 1) * bs : off + len;
 		memcpy((uint8_t *)buf + (from - off), ob->data + (from - b * bs), to - from);
 	}
-	pthread_mutex_unlock(&o->lock);
+	ordfs_mutex_unlock(&o->lock);
 	return 0;
 }
 
@@ -80,7 +81,7 @@ static int overlay_write(struct blockdev *bd, const void *buf, size_t len, uint6
 		return -EIO;
 	uint32_t bs = o->block_size;
 	int err = 0;
-	pthread_mutex_lock(&o->lock);
+	ordfs_mutex_lock(&o->lock);
 	for (uint64_t b = off / bs; len && b <= (off + len - 1) / bs && !err; b++) {
 		struct overlay_block *ob = find(o, b);
 		if (!ob) {
@@ -105,7 +106,7 @@ static int overlay_write(struct blockdev *bd, const void *buf, size_t len, uint6
 		uint64_t to = (b + 1) * bs < off + len ? (b + 1) * bs : off + len;
 		memcpy(ob->data + (from - b * bs), (const uint8_t *)buf + (from - off), to - from);
 	}
-	pthread_mutex_unlock(&o->lock);
+	ordfs_mutex_unlock(&o->lock);
 	return err;
 }
 
@@ -126,7 +127,7 @@ static void overlay_destroy(struct blockdev *bd)
 			b = next;
 		}
 	}
-	pthread_mutex_destroy(&o->lock);
+	ordfs_mutex_destroy(&o->lock);
 	free(o);
 }
 
@@ -148,7 +149,7 @@ int blockdev_overlay_create(struct blockdev *base, uint32_t block_size, struct b
 	o->bd.size = base->size;
 	o->base = base;
 	o->block_size = block_size;
-	pthread_mutex_init(&o->lock, NULL);
+	ordfs_mutex_init(&o->lock, LOCK_BLOCKDEV, "overlay device lock");
 	*out = &o->bd;
 	return 0;
 }
@@ -156,8 +157,8 @@ int blockdev_overlay_create(struct blockdev *base, uint32_t block_size, struct b
 uint64_t blockdev_overlay_blocks(struct blockdev *bd)
 {
 	struct overlay_dev *o = to_overlay(bd);
-	pthread_mutex_lock(&o->lock);
+	ordfs_mutex_lock(&o->lock);
 	uint64_t n = o->blocks;
-	pthread_mutex_unlock(&o->lock);
+	ordfs_mutex_unlock(&o->lock);
 	return n;
 }

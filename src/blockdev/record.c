@@ -26,6 +26,7 @@
 
 #include "blockdev.h"
 #include "endian_le.h"
+#include "../lock/lock.h"
 
 struct undo_entry {
 	uint64_t off;
@@ -38,7 +39,7 @@ struct record_dev {
 	struct blockdev *inner;
 	bool log_writes;
 
-	pthread_mutex_t lock;
+	struct ordfs_mutex lock;
 	pthread_cond_t cond;
 	struct blockdev_counts counts;
 	struct blockdev_event *events;
@@ -178,10 +179,10 @@ static void undo_finish(struct record_dev *r, bool restore)
 static int record_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	r->counts.reads++;
 	r->counts.bytes_read += len;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return blockdev_read(r->inner, buf, len, off);
 }
 
@@ -190,21 +191,21 @@ static int record_write(struct blockdev *bd, const void *buf, size_t len, uint64
 	struct record_dev *r = to_rec(bd);
 	int err = 0;
 
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	r->counts.writes++;
 	r->counts.bytes_written += len;
 	err = fault_check(r, &r->fault_write);
 	if (!err && r->drop_unflushed)
 		err = undo_save(r, len, off);
 	if (err) {
-		pthread_mutex_unlock(&r->lock);
+		ordfs_mutex_unlock(&r->lock);
 		return err;
 	}
 	/* Write under the lock so the log order is the device order. */
 	err = blockdev_write(r->inner, buf, len, off);
 	if (!err && (r->log_writes || r->stream_fd >= 0))
 		err = log_event(r, BD_EV_WRITE, buf, len, off);
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return err;
 }
 
@@ -213,22 +214,22 @@ static int record_flush(struct blockdev *bd)
 	struct record_dev *r = to_rec(bd);
 	int err;
 
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	r->counts.flushes++;
 	if (r->latch_armed) {
 		r->latch_blocked++;
 		pthread_cond_broadcast(&r->cond);
 		while (r->latch_armed)
-			pthread_cond_wait(&r->cond, &r->lock);
+			ordfs_cond_wait(&r->cond, &r->lock);
 		r->latch_blocked--;
 	}
 	err = fault_check(r, &r->fault_flush);
 	if (err) {
 		undo_finish(r, true); /* the disk lost its cache */
-		pthread_mutex_unlock(&r->lock);
+		ordfs_mutex_unlock(&r->lock);
 		return err;
 	}
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 
 	if (r->latch_path) {
 		/* A latch another process controls: poll, holding no lock. */
@@ -236,11 +237,11 @@ static int record_flush(struct blockdev *bd)
 			usleep(5000);
 	}
 	err = blockdev_flush(r->inner);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	undo_finish(r, err != 0);
 	if (!err && (r->log_writes || r->stream_fd >= 0))
 		err = log_event(r, BD_EV_FLUSH, NULL, 0, 0);
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return err;
 }
 
@@ -248,21 +249,21 @@ int blockdev_record_mark(struct blockdev *bd, const char *label)
 {
 	struct record_dev *r = to_rec(bd);
 	int err = 0;
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	if (r->log_writes || r->stream_fd >= 0)
 		err = log_event(r, BD_EV_MARK, label, strlen(label), 0);
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return err;
 }
 
 void blockdev_record_clear_events(struct blockdev *bd)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	for (size_t i = 0; i < r->nevents; i++)
 		free(r->events[i].data);
 	r->nevents = 0;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 }
 
 static void record_destroy(struct blockdev *bd)
@@ -276,7 +277,7 @@ static void record_destroy(struct blockdev *bd)
 	if (r->stream_fd >= 0)
 		close(r->stream_fd);
 	pthread_cond_destroy(&r->cond);
-	pthread_mutex_destroy(&r->lock);
+	ordfs_mutex_destroy(&r->lock);
 	free(r);
 }
 
@@ -285,9 +286,9 @@ static void record_destroy(struct blockdev *bd)
 static int record_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	r->counts.discards++;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return blockdev_discard(r->inner, off, len);
 }
 
@@ -309,7 +310,7 @@ int blockdev_record_create(struct blockdev *inner, bool log_writes, struct block
 	r->inner = inner;
 	r->log_writes = log_writes;
 	r->stream_fd = -1;
-	pthread_mutex_init(&r->lock, NULL);
+	ordfs_mutex_init(&r->lock, LOCK_BLOCKDEV, "recording device lock");
 	pthread_cond_init(&r->cond, NULL);
 	*out = &r->bd;
 	return 0;
@@ -318,44 +319,44 @@ int blockdev_record_create(struct blockdev *inner, bool log_writes, struct block
 void blockdev_record_counts(struct blockdev *bd, struct blockdev_counts *out)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	*out = r->counts;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 }
 
 void blockdev_record_reset_counts(struct blockdev *bd)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	memset(&r->counts, 0, sizeof(r->counts));
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 }
 
 const struct blockdev_event *blockdev_record_events(struct blockdev *bd, size_t *count)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	*count = r->nevents;
 	const struct blockdev_event *ev = r->events;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return ev;
 }
 
 void blockdev_record_latch_arm(struct blockdev *bd)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	r->latch_armed = true;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 }
 
 void blockdev_record_latch_release(struct blockdev *bd)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	r->latch_armed = false;
 	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 }
 
 int blockdev_record_latch_wait_blocked(struct blockdev *bd, unsigned n, unsigned timeout_ms)
@@ -371,12 +372,12 @@ int blockdev_record_latch_wait_blocked(struct blockdev *bd, unsigned n, unsigned
 		deadline.tv_sec++;
 		deadline.tv_nsec -= 1000000000L;
 	}
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	while (r->latch_blocked < n && err == 0)
-		err = pthread_cond_timedwait(&r->cond, &r->lock, &deadline);
+		err = ordfs_cond_timedwait(&r->cond, &r->lock, &deadline);
 	if (r->latch_blocked >= n)
 		err = 0;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return err ? -ETIMEDOUT : 0;
 }
 
@@ -384,12 +385,12 @@ void blockdev_record_fault(struct blockdev *bd, enum blockdev_event_type op,
 			   const struct blockdev_fault *f)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	if (op == BD_EV_WRITE)
 		r->fault_write = *f;
 	else
 		r->fault_flush = *f;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 }
 
 void blockdev_record_fail_write(struct blockdev *bd, uint64_t nth, int err)
@@ -407,38 +408,38 @@ void blockdev_record_fail_flush(struct blockdev *bd, uint64_t nth, int err)
 void blockdev_record_heal(struct blockdev *bd)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	r->broken = 0;
 	memset(&r->fault_write, 0, sizeof(r->fault_write));
 	memset(&r->fault_flush, 0, sizeof(r->fault_flush));
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 }
 
 uint64_t blockdev_record_faults_fired(struct blockdev *bd)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	uint64_t n = r->faults_fired;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return n;
 }
 
 void blockdev_record_power_cut(struct blockdev *bd)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	undo_finish(r, true);
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 }
 
 void blockdev_record_drop_unflushed(struct blockdev *bd, bool on)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	if (!on)
 		undo_finish(r, false);
 	r->drop_unflushed = on;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 }
 
 int blockdev_record_latch_file(struct blockdev *bd, const char *path)
@@ -447,20 +448,20 @@ int blockdev_record_latch_file(struct blockdev *bd, const char *path)
 	char *copy = strdup(path);
 	if (!copy)
 		return -ENOMEM;
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	free(r->latch_path);
 	r->latch_path = copy;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return 0;
 }
 
 int blockdev_record_stream(struct blockdev *bd, int fd)
 {
 	struct record_dev *r = to_rec(bd);
-	pthread_mutex_lock(&r->lock);
+	ordfs_mutex_lock(&r->lock);
 	if (r->stream_fd >= 0)
 		close(r->stream_fd);
 	r->stream_fd = fd;
-	pthread_mutex_unlock(&r->lock);
+	ordfs_mutex_unlock(&r->lock);
 	return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "bcache.h"
 #include "../blockdev/blockdev.h"
+#include "../lock/lock.h"
 
 struct bcache {
 	struct blockdev *bd;
@@ -20,7 +21,7 @@ struct bcache {
 	uint64_t block_count;
 	uint32_t max_unreferenced;
 
-	pthread_mutex_t lock;
+	struct ordfs_mutex lock;
 	struct buf **table;
 	uint64_t table_mask;
 	struct buf *lru_head, *lru_tail; /* least recently used first */
@@ -54,14 +55,14 @@ int bcache_create(struct blockdev *bd, uint32_t block_size, uint64_t block_count
 	c->block_size = block_size;
 	c->block_count = block_count;
 	c->max_unreferenced = max_buffers ? max_buffers : 1;
-	pthread_mutex_init(&c->lock, NULL);
+	ordfs_mutex_init(&c->lock, LOCK_BCACHE, "bcache lock");
 	*out = c;
 	return 0;
 }
 
 static void buf_free(struct buf *b)
 {
-	pthread_mutex_destroy(&b->io_lock);
+	ordfs_mutex_destroy(&b->io_lock);
 	free(b->data);
 	free(b);
 }
@@ -79,7 +80,7 @@ void bcache_destroy(struct bcache *c)
 		}
 	}
 	free(c->table);
-	pthread_mutex_destroy(&c->lock);
+	ordfs_mutex_destroy(&c->lock);
 	free(c);
 }
 
@@ -161,10 +162,10 @@ static int lookup_or_create(struct bcache *c, uint64_t blockno, struct buf **out
 	if (blockno >= c->block_count)
 		return -EINVAL;
 
-	pthread_mutex_lock(&c->lock);
+	ordfs_mutex_lock(&c->lock);
 	struct buf **slot = hash_slot(c, blockno);
 	struct buf *hit = find_and_hold(c, slot, blockno);
-	pthread_mutex_unlock(&c->lock);
+	ordfs_mutex_unlock(&c->lock);
 	if (hit) {
 		*out = hit;
 		return 0;
@@ -181,12 +182,12 @@ static int lookup_or_create(struct bcache *c, uint64_t blockno, struct buf **out
 	}
 	nb->blockno = blockno;
 	nb->refcount = 1;
-	pthread_mutex_init(&nb->io_lock, NULL);
+	ordfs_mutex_init(&nb->io_lock, LOCK_BUF_IO, "buffer io_lock");
 
-	pthread_mutex_lock(&c->lock);
+	ordfs_mutex_lock(&c->lock);
 	hit = find_and_hold(c, slot, blockno);
 	if (hit) {
-		pthread_mutex_unlock(&c->lock);
+		ordfs_mutex_unlock(&c->lock);
 		buf_free(nb);
 		*out = hit;
 		return 0;
@@ -195,7 +196,7 @@ static int lookup_or_create(struct bcache *c, uint64_t blockno, struct buf **out
 	*slot = nb;
 	c->stats.misses++;
 	c->stats.cached++;
-	pthread_mutex_unlock(&c->lock);
+	ordfs_mutex_unlock(&c->lock);
 	*out = nb;
 	return 0;
 }
@@ -207,13 +208,13 @@ int bcache_read(struct bcache *c, uint64_t blockno, struct buf **out)
 	if (err)
 		return err;
 
-	pthread_mutex_lock(&b->io_lock);
+	ordfs_mutex_lock(&b->io_lock);
 	if (!b->uptodate) {
 		err = blockdev_read(c->bd, b->data, c->block_size, blockno * c->block_size);
 		if (!err) /* release: bcache_peek's acquire then sees the data */
 			__atomic_store_n(&b->uptodate, true, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&b->io_lock);
+	ordfs_mutex_unlock(&b->io_lock);
 	if (err) {
 		bcache_put(c, b);
 		return err;
@@ -228,10 +229,10 @@ int bcache_get_new(struct bcache *c, uint64_t blockno, struct buf **out)
 	int err = lookup_or_create(c, blockno, &b);
 	if (err)
 		return err;
-	pthread_mutex_lock(&b->io_lock);
+	ordfs_mutex_lock(&b->io_lock);
 	memset(b->data, 0, c->block_size);
 	__atomic_store_n(&b->uptodate, true, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&b->io_lock);
+	ordfs_mutex_unlock(&b->io_lock);
 	*out = b;
 	return 0;
 }
@@ -240,7 +241,7 @@ struct buf *bcache_peek(struct bcache *c, uint64_t blockno)
 {
 	struct buf *found = NULL;
 
-	pthread_mutex_lock(&c->lock);
+	ordfs_mutex_lock(&c->lock);
 	for (struct buf *b = *hash_slot(c, blockno); b; b = b->hash_next) {
 		if (b->blockno == blockno && __atomic_load_n(&b->uptodate, __ATOMIC_ACQUIRE)) {
 			if (b->refcount++ == 0)
@@ -249,31 +250,31 @@ struct buf *bcache_peek(struct bcache *c, uint64_t blockno)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&c->lock);
+	ordfs_mutex_unlock(&c->lock);
 	return found;
 }
 
 bool bcache_contains(struct bcache *c, uint64_t blockno)
 {
 	bool found = false;
-	pthread_mutex_lock(&c->lock);
+	ordfs_mutex_lock(&c->lock);
 	for (struct buf *b = *hash_slot(c, blockno); b && !found; b = b->hash_next)
 		found = b->blockno == blockno && __atomic_load_n(&b->uptodate, __ATOMIC_ACQUIRE);
-	pthread_mutex_unlock(&c->lock);
+	ordfs_mutex_unlock(&c->lock);
 	return found;
 }
 
 void bcache_hold(struct bcache *c, struct buf *b)
 {
-	pthread_mutex_lock(&c->lock);
+	ordfs_mutex_lock(&c->lock);
 	if (b->refcount++ == 0)
 		lru_remove(c, b);
-	pthread_mutex_unlock(&c->lock);
+	ordfs_mutex_unlock(&c->lock);
 }
 
 void bcache_put(struct bcache *c, struct buf *b)
 {
-	pthread_mutex_lock(&c->lock);
+	ordfs_mutex_lock(&c->lock);
 	if (b->refcount == 0)
 		abort(); /* reference underflow: a bug, never continue */
 	if (--b->refcount == 0) {
@@ -287,22 +288,22 @@ void bcache_put(struct bcache *c, struct buf *b)
 			buf_free(b);
 		}
 	}
-	pthread_mutex_unlock(&c->lock);
+	ordfs_mutex_unlock(&c->lock);
 }
 
 void bcache_shrink(struct bcache *c)
 {
-	pthread_mutex_lock(&c->lock);
+	ordfs_mutex_lock(&c->lock);
 	uint32_t saved = c->max_unreferenced;
 	c->max_unreferenced = 0;
 	evict_excess(c);
 	c->max_unreferenced = saved;
-	pthread_mutex_unlock(&c->lock);
+	ordfs_mutex_unlock(&c->lock);
 }
 
 void bcache_stats(struct bcache *c, struct bcache_stats *out)
 {
-	pthread_mutex_lock(&c->lock);
+	ordfs_mutex_lock(&c->lock);
 	*out = c->stats;
-	pthread_mutex_unlock(&c->lock);
+	ordfs_mutex_unlock(&c->lock);
 }

@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "../lock/lock.h"
 
 struct blockdev;
 struct transaction;
@@ -43,7 +44,7 @@ struct buf {
 
 	/* io_lock; also read without it (bcache_peek), so it is set with a
 	 * release store after the data is in place */
-	pthread_mutex_t io_lock;
+	struct ordfs_mutex io_lock;
 	bool uptodate;
 
 	/* journal->state_lock (see journal.h) */

@@ -38,6 +38,7 @@
 #include "../blockdev/blockdev.h"
 #include "../dir/dir.h"
 #include "../journal/journal.h"
+#include "../lock/lock.h"
 
 #define MAX_ROUNDS 12u
 #define LOST_AND_FOUND "lost+found"
@@ -274,15 +275,16 @@ static uint32_t handle_credits(struct ordfs *fs)
 	return max < 64 ? max : 64;
 }
 
-/* Runs fn(fs, h, ...) in a handle of its own. */
-static int with_handle(struct ordfs *fs, int (*fn)(struct ordfs *, struct handle *, void *),
-		       void *arg)
+/* Each repair below takes its inode locks, then runs its change in a
+ * handle of its own (the lock order: inode locks before the handle), and
+ * drops its references only after the handle is closed [J8]. */
+static int repair_start(struct ordfs *fs, struct handle **h)
 {
-	struct handle *h;
-	int err = journal_start(fs->journal, handle_credits(fs), &h);
-	if (err)
-		return err;
-	err = fn(fs, h, arg);
+	return journal_start(fs->journal, handle_credits(fs), h);
+}
+
+static int repair_stop(struct handle *h, int err)
+{
 	int serr = journal_stop(h);
 	return err ? err : serr;
 }
@@ -292,20 +294,25 @@ struct entry_op {
 	bool retype;
 };
 
-static int do_entry(struct ordfs *fs, struct handle *h, void *arg)
+static int do_entry(struct ordfs *fs, void *arg)
 {
 	const struct entry_op *op = arg;
 	struct inode *dir;
+	struct handle *h;
 	int err = inode_get(fs, op->e->dir, &dir);
 	if (err)
 		return err;
 	size_t len = strlen(op->e->name);
-	pthread_rwlock_wrlock(&dir->lock);
-	if (op->retype)
-		err = dir_replace(fs, h, dir, op->e->name, len, op->e->ino, op->e->dtype);
-	else
-		err = dir_remove(fs, h, dir, op->e->name, len, NULL);
-	pthread_rwlock_unlock(&dir->lock);
+	ordfs_rwlock_wrlock(&dir->lock);
+	err = repair_start(fs, &h);
+	if (!err) {
+		if (op->retype)
+			err = dir_replace(fs, h, dir, op->e->name, len, op->e->ino, op->e->dtype);
+		else
+			err = dir_remove(fs, h, dir, op->e->name, len, NULL);
+		err = repair_stop(h, err);
+	}
+	ordfs_rwlock_unlock(&dir->lock);
 	inode_put_flags(fs, dir, INODE_PUT_NO_EVICT);
 	return err;
 }
@@ -316,17 +323,21 @@ struct adopt_op {
 };
 
 /* Links an unreachable inode into lost+found as "#INO". */
-static int do_adopt(struct ordfs *fs, struct handle *h, void *arg)
+static int do_adopt(struct ordfs *fs, void *arg)
 {
 	const struct adopt_op *op = arg;
 	struct inode *inode;
+	struct handle *h;
 	int err = inode_get(fs, op->ino, &inode);
 	if (err)
 		return err;
 	char name[16];
 	snprintf(name, sizeof(name), "#%u", op->ino);
-	pthread_rwlock_wrlock(&op->lf->lock);
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&op->lf->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
+	err = repair_start(fs, &h);
+	if (err)
+		goto out;
 	err = dir_add(fs, h, op->lf, name, strlen(name), op->ino, check_dtype_of_mode(inode->d.mode));
 	if (!err && S_ISDIR(inode->d.mode)) {
 		inode->d.parent = op->lf->ino;
@@ -340,20 +351,29 @@ static int do_adopt(struct ordfs *fs, struct handle *h, void *arg)
 		inode->d.flags &= ~ORDFS_INODE_ORPHAN;
 		err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
 	}
-	pthread_rwlock_unlock(&inode->lock);
-	pthread_rwlock_unlock(&op->lf->lock);
+	err = repair_stop(h, err);
+out:
+	ordfs_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&op->lf->lock);
 	inode_put_flags(fs, inode, INODE_PUT_NO_EVICT);
 	return err;
 }
 
-static int do_inode_fix(struct ordfs *fs, struct handle *h, void *arg)
+static int do_inode_fix(struct ordfs *fs, void *arg)
 {
 	const struct check_inode_fix *fix = arg;
 	struct inode *inode;
+	struct handle *h;
 	int err = inode_get(fs, fix->ino, &inode);
 	if (err)
 		return err;
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
+	err = repair_start(fs, &h);
+	if (err) {
+		ordfs_rwlock_unlock(&inode->lock);
+		inode_put_flags(fs, inode, INODE_PUT_NO_EVICT);
+		return err;
+	}
 	if (fix->fix_links)
 		inode->d.links = fix->links;
 	if (fix->fix_parent)
@@ -369,8 +389,10 @@ static int do_inode_fix(struct ordfs *fs, struct handle *h, void *arg)
 	if (fix->fix_size)
 		inode->size = inode->d.size = fix->size;
 	err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
-	pthread_rwlock_unlock(&inode->lock);
-	/* A link count fixed to 0 frees the inode at this put (orphan rules). */
+	err = repair_stop(h, err);
+	ordfs_rwlock_unlock(&inode->lock);
+	/* A link count fixed to 0 frees the inode at this put (orphan rules),
+	 * in handles of its own: ours is closed. */
 	inode_put(fs, inode);
 	return err;
 }
@@ -424,13 +446,13 @@ static int stage_mounted(struct blockdev *bd, const struct check_findings *f, ui
 	/* B: names. */
 	for (uint32_t i = 0; i < f->drop_entries.n && !err; i++, ++*fixes) {
 		struct entry_op op = { &f->drop_entries.v[i], false };
-		err = with_handle(fs, do_entry, &op);
+		err = do_entry(fs, &op);
 		if (err == -ENOENT)
 			err = 0; /* gone already (a duplicate finding) */
 	}
 	for (uint32_t i = 0; i < f->retype_entries.n && !err; i++, ++*fixes) {
 		struct entry_op op = { &f->retype_entries.v[i], true };
-		err = with_handle(fs, do_entry, &op);
+		err = do_entry(fs, &op);
 	}
 	if (!err && f->unreachable.n) {
 		struct inode *lf = NULL;
@@ -438,7 +460,7 @@ static int stage_mounted(struct blockdev *bd, const struct check_findings *f, ui
 		for (uint32_t i = 0; i < f->unreachable.n && !err; i++, ++*fixes) {
 			struct adopt_op op = { lf, f->unreachable.v[i] };
 			if (op.ino != lf->ino)
-				err = with_handle(fs, do_adopt, &op);
+				err = do_adopt(fs, &op);
 		}
 		if (lf)
 			inode_put(fs, lf);
@@ -448,7 +470,7 @@ static int stage_mounted(struct blockdev *bd, const struct check_findings *f, ui
 	bool names_changed = f->drop_entries.n || f->retype_entries.n || f->unreachable.n;
 	for (uint32_t i = 0; i < f->inode_fixes.n && !err && !names_changed; i++, ++*fixes) {
 		struct check_inode_fix fix = f->inode_fixes.v[i];
-		err = with_handle(fs, do_inode_fix, &fix);
+		err = do_inode_fix(fs, &fix);
 	}
 	if (err)
 		ordfs_report_error(fs, err, "fsck's repair");

@@ -35,6 +35,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@
 #include "../ops.h"
 #include "../ordfs_ioctl.h"
 #include "../blockdev/blockdev.h"
+#include "../lock/lock.h"
 
 static struct daemon_ctx *ctx_of(fuse_req_t req)
 {
@@ -132,12 +134,12 @@ static bool attach_file(fuse_req_t req, struct inode *inode, struct fuse_file_in
 		return false;
 	}
 	ordfs_file_open(inode, &of->f);
-	pthread_mutex_lock(&dc->files_lock);
+	ordfs_mutex_lock(&dc->files_lock);
 	of->next = dc->open_files;
 	if (of->next)
 		of->next->prev = of;
 	dc->open_files = of;
-	pthread_mutex_unlock(&dc->files_lock);
+	ordfs_mutex_unlock(&dc->files_lock);
 	fi->fh = (uint64_t)(uintptr_t)of;
 	return true;
 }
@@ -147,27 +149,27 @@ static void detach_file(struct daemon_ctx *dc, struct fuse_file_info *fi)
 	struct open_file *of = fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
 	if (!of)
 		return;
-	pthread_mutex_lock(&dc->files_lock);
+	ordfs_mutex_lock(&dc->files_lock);
 	if (of->prev)
 		of->prev->next = of->next;
 	else
 		dc->open_files = of->next;
 	if (of->next)
 		of->next->prev = of->prev;
-	pthread_mutex_unlock(&dc->files_lock);
+	ordfs_mutex_unlock(&dc->files_lock);
 	free(of);
 	fi->fh = 0;
 }
 
 void daemon_release_all_files(struct daemon_ctx *dc)
 {
-	pthread_mutex_lock(&dc->files_lock);
+	ordfs_mutex_lock(&dc->files_lock);
 	while (dc->open_files) {
 		struct open_file *of = dc->open_files;
 		dc->open_files = of->next;
 		free(of);
 	}
-	pthread_mutex_unlock(&dc->files_lock);
+	ordfs_mutex_unlock(&dc->files_lock);
 }
 
 static struct ordfs_file *file_of(const struct fuse_file_info *fi)
@@ -715,13 +717,62 @@ static void op_lseek(fuse_req_t req, fuse_ino_t node, off_t off, int whence,
 
 /* ---- extended attributes -------------------------------------------------- */
 
+#define CALLER_GROUPS_MAX 256
+
+/* Does process pid hold CAP_FSETID (its effective set, /proc/PID/status)?
+ * If it cannot be read (the process is gone): only root is taken to. */
+static bool caller_has_fsetid(pid_t pid, uid_t uid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return uid == 0;
+	bool has = uid == 0, found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long caps;
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			has = (caps >> CAP_FSETID) & 1;
+			found = true;
+		}
+	}
+	fclose(f);
+	return has;
+}
+
+/* Who is asking, for ordfs_setxattr_by.  libfuse 3.14 drops the kernel's
+ * FUSE_SETXATTR_ACL_KILL_SGID flag, so the daemon applies Linux's rule
+ * itself from the caller's groups and capabilities. */
+static void caller_of(fuse_req_t req, struct ordfs_caller *c, uint32_t *groups)
+{
+	const struct fuse_ctx *fc = fuse_req_ctx(req);
+	gid_t list[CALLER_GROUPS_MAX];
+	int n = fuse_req_getgroups(req, CALLER_GROUPS_MAX, list);
+	if (n < 0)
+		n = 0;
+	if (n > CALLER_GROUPS_MAX)
+		n = CALLER_GROUPS_MAX;
+	for (int i = 0; i < n; i++)
+		groups[i] = (uint32_t)list[i];
+	c->cred = cred_of(req);
+	c->groups = groups;
+	c->ngroups = (uint32_t)n;
+	c->cap_fsetid = caller_has_fsetid(fc->pid, fc->uid);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t node, const char *name, const char *value,
 			size_t size, int flags)
 {
 	struct inode *inode = get_inode(req, node);
 	if (!inode)
 		return;
-	int err = ordfs_setxattr(ctx_of(req)->fs, inode, name, value, size, flags);
+	struct ordfs_caller caller;
+	uint32_t groups[CALLER_GROUPS_MAX];
+	bool access_acl = strcmp(name, "system.posix_acl_access") == 0;
+	if (access_acl)
+		caller_of(req, &caller, groups);
+	int err = ordfs_setxattr_by(ctx_of(req)->fs, inode, name, value, size, flags,
+				    access_acl ? &caller : NULL);
 	inode_put(ctx_of(req)->fs, inode);
 	reply_result(req, err);
 }

@@ -10,6 +10,7 @@
 struct ordfs;
 
 #include <pthread.h>
+#include "../lock/lock.h"
 
 struct blockdev;
 struct open_file;
@@ -20,7 +21,7 @@ struct daemon_ctx {
 	double entry_timeout; /* seconds the kernel may cache names */
 	struct blockdev *test_faults; /* the fault device (ORDFS_TEST_FAULTS=1) */
 	struct blockdev *test_record; /* the streaming recorder (ORDFS_TEST_RECORD) */
-	pthread_mutex_t files_lock;   /* open_files */
+	struct ordfs_mutex files_lock;   /* open_files */
 	struct open_file *open_files; /* every open file's error cursor */
 };
 

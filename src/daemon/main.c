@@ -36,6 +36,7 @@
 #include "../fs.h"
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
+#include "../lock/lock.h"
 
 #ifndef ORDFS_PACKAGE_VERSION
 #define ORDFS_PACKAGE_VERSION "unknown"
@@ -338,7 +339,7 @@ int main(int argc, char **argv)
 	 * crash states of a real client, tests/crash/crash_sqlite). */
 	struct blockdev *image_bd = bd;
 	struct daemon_ctx dctx = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
-	pthread_mutex_init(&dctx.files_lock, NULL);
+	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
 	const char *latch = getenv("ORDFS_TEST_FLUSH_LATCH");
 	const char *faults = getenv("ORDFS_TEST_FAULTS");
 	const char *record = getenv("ORDFS_TEST_RECORD");

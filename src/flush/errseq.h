@@ -17,11 +17,12 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include "../lock/lock.h"
 
 typedef uint32_t errseq_t;
 
 struct errseq {
-	pthread_mutex_t lock;
+	struct ordfs_mutex lock;
 	errseq_t value;
 };
 

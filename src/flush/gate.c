@@ -4,10 +4,11 @@
 #include <time.h>
 
 #include "gate.h"
+#include "../lock/lock.h"
 
 void sync_gate_init(struct sync_gate *g)
 {
-	pthread_mutex_init(&g->lock, NULL);
+	ordfs_mutex_init(&g->lock, LOCK_SYNC_GATE, "sync gate lock");
 	pthread_cond_init(&g->idle, NULL);
 	g->holders = 0;
 	g->yields = 0;
@@ -16,27 +17,27 @@ void sync_gate_init(struct sync_gate *g)
 void sync_gate_destroy(struct sync_gate *g)
 {
 	pthread_cond_destroy(&g->idle);
-	pthread_mutex_destroy(&g->lock);
+	ordfs_mutex_destroy(&g->lock);
 }
 
 void sync_gate_enter(struct sync_gate *g)
 {
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	g->holders++;
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 }
 
 void sync_gate_leave(struct sync_gate *g)
 {
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	if (--g->holders == 0)
 		pthread_cond_broadcast(&g->idle);
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 }
 
 void sync_gate_yield(struct sync_gate *g, uint32_t max_us)
 {
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	if (g->holders > 0) {
 		g->yields++;
 		struct timespec until;
@@ -45,8 +46,8 @@ void sync_gate_yield(struct sync_gate *g, uint32_t max_us)
 		until.tv_sec += (time_t)(ns / 1000000000u);
 		until.tv_nsec = (long)(ns % 1000000000u);
 		while (g->holders > 0 &&
-		       pthread_cond_timedwait(&g->idle, &g->lock, &until) == 0)
+		       ordfs_cond_timedwait(&g->idle, &g->lock, &until) == 0)
 			;
 	}
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 }

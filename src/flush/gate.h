@@ -17,9 +17,10 @@
 #define ORDFS_FLUSH_GATE_H
 #include <pthread.h>
 #include <stdint.h>
+#include "../lock/lock.h"
 
 struct sync_gate {
-	pthread_mutex_t lock;
+	struct ordfs_mutex lock;
 	pthread_cond_t idle;
 	uint32_t holders; /* syncs in progress */
 	uint64_t yields;  /* chunks that waited (statistics) */

@@ -15,6 +15,7 @@
 #include "guard.h"
 #include "../log.h"
 #include "../blockdev/blockdev.h"
+#include "../lock/lock.h"
 
 #define DEFAULT_RETAIN_LIMIT (64ull << 20)
 
@@ -31,8 +32,8 @@ struct guard {
 	struct blockdev *inner;
 	struct flush_guard_config cfg;
 
-	pthread_mutex_t lock;       /* everything below */
-	pthread_mutex_t flush_lock; /* one flush at a time */
+	struct ordfs_mutex lock;       /* everything below */
+	struct ordfs_mutex flush_lock; /* one flush at a time */
 	struct retained **table;
 	uint64_t buckets, count;
 	uint64_t write_seq;
@@ -233,12 +234,12 @@ static int guard_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 static int ignore_error(struct guard *g, bool is_flush, int err)
 {
 	const char *what = is_flush ? "a flush" : "a write";
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	bool first = !g->logged_error;
 	g->logged_error = true;
 	if (is_flush)
 		g->cannot_flush = true;
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 	if (first)
 		ordfs_log(LOG_ERR, "%s of the image failed (%s); flush_error=ignore: "
 			  "continuing, data may be lost on power failure", what,
@@ -293,13 +294,13 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 		/* Counted once complete, so a flush that began before it
 		 * completed never lets the next flush be skipped. */
 		int err = blockdev_write(g->inner, buf, len, off);
-		pthread_mutex_lock(&g->lock);
+		ordfs_mutex_lock(&g->lock);
 		g->write_seq++;
-		pthread_mutex_unlock(&g->lock);
+		ordfs_mutex_unlock(&g->lock);
 		if (err) {
-			pthread_mutex_lock(&g->lock);
+			ordfs_mutex_lock(&g->lock);
 			g->stats.write_errors++;
-			pthread_mutex_unlock(&g->lock);
+			ordfs_mutex_unlock(&g->lock);
 			if (g->cfg.policy == FLUSH_ERROR_IGNORE)
 				return ignore_error(g, false, err);
 			notify_error(g, err);
@@ -307,14 +308,14 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 		return err;
 	}
 
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	bool over = g->count * bs >= limit;
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 	if (over) {
 		(void)guard_flush(bd); /* a failure leaves the copies stale */
-		pthread_mutex_lock(&g->lock);
+		ordfs_mutex_lock(&g->lock);
 		bool full = g->count * bs >= 2 * limit;
-		pthread_mutex_unlock(&g->lock);
+		ordfs_mutex_unlock(&g->lock);
 		if (full) {
 			notify_error(g, -EIO);
 			return -EIO; /* the device keeps failing: do not grow */
@@ -324,17 +325,17 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 	/* Announced before it starts, so a flush re-writing stale copies
 	 * leaves these blocks to this newer write. */
 	uint64_t first = off / bs, n = (off % bs + len + bs - 1) / bs;
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	uint64_t seq = ++g->write_seq;
 	uint64_t failures = g->failed_flushes;
 	int err = inflight_add(g, first, n, seq);
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 	if (err)
 		return err;
 
 	err = blockdev_write(g->inner, buf, len, off);
 
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	inflight_remove(g, seq);
 	if (err) {
 		g->stats.write_errors++;
@@ -343,7 +344,7 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 		/* A flush that failed meanwhile may have lost this write too. */
 		err = retain_write(g, buf, len, off, seq, g->failed_flushes != failures);
 	}
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 	if (err)
 		notify_error(g, err);
 	return err;
@@ -362,7 +363,7 @@ static int reissue_stale(struct guard *g)
 {
 	uint32_t bs = g->cfg.block_size;
 	int err = 0;
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	for (uint64_t i = 0; i < g->buckets && !err; i++) {
 		for (struct retained *e = g->table[i]; e && !err; e = e->next) {
 			if (!e->stale || inflight_covers(g, e->blockno))
@@ -374,7 +375,7 @@ static int reissue_stale(struct guard *g)
 			}
 		}
 	}
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 	return err;
 }
 
@@ -385,8 +386,8 @@ static int reissue_stale(struct guard *g)
  * covered it. */
 static int flush_upto(struct guard *g, uint64_t token)
 {
-	pthread_mutex_lock(&g->flush_lock);
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->flush_lock);
+	ordfs_mutex_lock(&g->lock);
 	uint64_t before = covered_seq(g); /* writes a good flush covers */
 	/* Nothing written since the last good flush: nothing to make durable. */
 	bool nothing_new = before == g->write_seq && before == g->flushed_seq;
@@ -397,9 +398,9 @@ static int flush_upto(struct guard *g, uint64_t token)
 	else
 		g->stats.flushes++;
 	uint64_t start = skip ? 0 : ++g->flush_starts;
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 	if (skip) {
-		pthread_mutex_unlock(&g->flush_lock);
+		ordfs_mutex_unlock(&g->flush_lock);
 		return 0;
 	}
 
@@ -407,14 +408,14 @@ static int flush_upto(struct guard *g, uint64_t token)
 	if (!err)
 		err = blockdev_flush(g->inner);
 
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	if (err == -EINVAL || err == -EOPNOTSUPP) {
 		/* Not a failure: the backing store has no flush at all. */
 		bool first = !g->cannot_flush;
 		g->cannot_flush = true;
 		table_remove_if(g, always, 0);
-		pthread_mutex_unlock(&g->lock);
-		pthread_mutex_unlock(&g->flush_lock);
+		ordfs_mutex_unlock(&g->lock);
+		ordfs_mutex_unlock(&g->flush_lock);
 		if (first)
 			ordfs_log(LOG_WARNING, "the image cannot be flushed (%s): "
 				  "continuing without flushes, which is unsafe on power failure",
@@ -437,8 +438,8 @@ static int flush_upto(struct guard *g, uint64_t token)
 		if (g->cfg.retain)
 			table_remove_if(g, written_before, before);
 	}
-	pthread_mutex_unlock(&g->lock);
-	pthread_mutex_unlock(&g->flush_lock);
+	ordfs_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->flush_lock);
 
 	if (err && g->cfg.policy == FLUSH_ERROR_IGNORE)
 		return ignore_error(g, true, err);
@@ -460,9 +461,9 @@ int flush_guard_flush_since(struct blockdev *bd, uint64_t token)
 uint64_t flush_guard_mark(struct blockdev *bd)
 {
 	struct guard *g = to_guard(bd);
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	uint64_t token = g->flush_starts;
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 	return token;
 }
 
@@ -472,8 +473,8 @@ static void guard_destroy(struct blockdev *bd)
 	table_remove_if(g, always, 0);
 	free(g->table);
 	free(g->inflight);
-	pthread_mutex_destroy(&g->lock);
-	pthread_mutex_destroy(&g->flush_lock);
+	ordfs_mutex_destroy(&g->lock);
+	ordfs_mutex_destroy(&g->flush_lock);
 	free(g);
 }
 
@@ -513,8 +514,8 @@ int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *
 		free(g);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&g->lock, NULL);
-	pthread_mutex_init(&g->flush_lock, NULL);
+	ordfs_mutex_init(&g->lock, LOCK_GUARD, "flush guard lock");
+	ordfs_mutex_init(&g->flush_lock, LOCK_GUARD_FLUSH, "flush guard flush_lock");
 	*out = &g->bd;
 	return 0;
 }
@@ -522,10 +523,10 @@ int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *
 void flush_guard_get_stats(struct blockdev *bd, struct flush_guard_stats *out)
 {
 	struct guard *g = to_guard(bd);
-	pthread_mutex_lock(&g->lock);
+	ordfs_mutex_lock(&g->lock);
 	*out = g->stats;
 	out->retained_blocks = g->count;
 	out->cannot_flush = g->cannot_flush;
 	out->failing = g->unflushed_failure;
-	pthread_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->lock);
 }

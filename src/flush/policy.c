@@ -25,6 +25,7 @@
 #include "../log.h"
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
+#include "../lock/lock.h"
 
 int ordfs_writable(struct ordfs *fs)
 {
@@ -54,13 +55,13 @@ void ordfs_record_error(struct ordfs *fs, int err)
 {
 	if (!fs->journal)
 		return; /* read-only mount: nothing may be written */
-	pthread_mutex_lock(&fs->sb_lock);
+	ordfs_mutex_lock(&fs->sb_lock);
 	bool first = !fs->error_recorded;
 	fs->error_recorded = true;
 	fs->sb.state |= ORDFS_STATE_ERROR;
 	fs->sb.last_error_code = (uint32_t)-err;
 	fs->sb.last_error_time = (uint64_t)ordfs_now().sec;
-	pthread_mutex_unlock(&fs->sb_lock);
+	ordfs_mutex_unlock(&fs->sb_lock);
 	if (!first)
 		return;
 
@@ -69,9 +70,9 @@ void ordfs_record_error(struct ordfs *fs, int err)
 		struct handle *h;
 		rc = journal_start(fs->journal, 1, &h);
 		if (!rc) {
-			pthread_mutex_lock(&fs->sb_lock);
+			ordfs_mutex_lock(&fs->sb_lock);
 			rc = ordfs_write_super_journaled(fs, h);
-			pthread_mutex_unlock(&fs->sb_lock);
+			ordfs_mutex_unlock(&fs->sb_lock);
 			int serr = journal_stop(h);
 			if (!rc)
 				rc = serr;
@@ -99,10 +100,10 @@ static void apply_errors_policy(struct ordfs *fs, int err)
 		break;
 	case ORDFS_ERRORS_ABORT:
 		journal_abort(fs->journal, err);
-		pthread_mutex_lock(&fs->sb_lock);
+		ordfs_mutex_lock(&fs->sb_lock);
 		bool first = !fs->stopped;
 		fs->stopped = true;
-		pthread_mutex_unlock(&fs->sb_lock);
+		ordfs_mutex_unlock(&fs->sb_lock);
 		if (first && fs->opts.fatal)
 			fs->opts.fatal(fs->opts.fatal_ctx, err);
 		break;

@@ -30,6 +30,7 @@
 #include "../journal/journal.h"
 #include "../atime/atime.h"
 #include "guard.h"
+#include "../lock/lock.h"
 
 static bool is_regular(const struct inode *inode)
 {
@@ -74,7 +75,7 @@ static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync)
 	if (!fs->journal)
 		return 0;
 
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	int err = 0;
 	if (is_regular(inode) && file_has_dirty(inode) && journal_aborted(fs->journal))
 		err = -EIO; /* those pages can never be written now */
@@ -85,7 +86,7 @@ static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync)
 	uint64_t tid = datasync ? inode->datasync_tid : inode->sync_tid;
 	/* Every write of this file's data has completed by now. */
 	uint64_t mark = flush_guard_mark(fs->bd);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 
 	if (!err)
 		err = commit_and_flush(fs, tid, mark);

@@ -20,6 +20,7 @@
 
 #include "journal_internal.h"
 #include "../blockdev/blockdev.h"
+#include "../lock/lock.h"
 
 #define CKPT_BATCH_BLOCKS 256u
 
@@ -103,11 +104,11 @@ static int write_batch(struct journal *j, struct ckpt_batch *batch)
 /* Snapshot of the checkpoint list, each entry with a reference held. */
 static int snapshot_list(struct journal *j, struct buf ***out, uint64_t *count)
 {
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	uint64_t n = j->ckpt_count;
 	struct buf **v = malloc((n ? n : 1) * sizeof(*v));
 	if (!v) {
-		pthread_mutex_unlock(&j->state_lock);
+		ordfs_mutex_unlock(&j->state_lock);
 		return -ENOMEM;
 	}
 	uint64_t i = 0;
@@ -115,7 +116,7 @@ static int snapshot_list(struct journal *j, struct buf ***out, uint64_t *count)
 		bcache_hold(j->cache, b);
 		v[i++] = b;
 	}
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	*out = v;
 	*count = i;
 	return 0;
@@ -128,7 +129,7 @@ static void gather_batch(struct journal *j, struct buf **v, uint64_t count, uint
 			 struct ckpt_batch *batch)
 {
 	batch->n = 0;
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	while (*pos < count && batch->n < CKPT_BATCH_BLOCKS) {
 		struct buf *b = v[(*pos)++];
 		if (!b->committed)
@@ -142,7 +143,7 @@ static void gather_batch(struct journal *j, struct buf **v, uint64_t count, uint
 		       j->block_size);
 		batch->n++;
 	}
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 }
 
 int journal_checkpoint_all(struct journal *j)
@@ -172,22 +173,22 @@ int journal_checkpoint_all(struct journal *j)
 
 	/* Every copy in the snapshot is home.  No commit ran meanwhile (this
 	 * is the commit thread), so each remaining copy is the one written. */
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	for (uint64_t i = 0; i < count; i++) {
 		if (v[i]->committed)
 			journal_ckpt_drop(j, v[i]);
 	}
 	uint32_t head = j->head;
 	uint64_t next_seq = j->committed_tid + 1;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 
 	err = journal_write_super(j, head, next_seq); /* F4 [J4] */
 	if (!err) {
-		pthread_mutex_lock(&j->state_lock);
+		ordfs_mutex_lock(&j->state_lock);
 		j->tail = head;
 		j->stats.checkpoints++;
 		j->stats.blocks_checkpointed += written;
-		pthread_mutex_unlock(&j->state_lock);
+		ordfs_mutex_unlock(&j->state_lock);
 	}
 out_put:
 	for (uint64_t i = 0; i < count; i++)

@@ -45,6 +45,7 @@
 #include "../blockdev/blockdev.h"
 #include "../log.h"
 #include "../ordfs_assert.h"
+#include "../lock/lock.h"
 
 /* ---- log geometry ------------------------------------------------------ */
 
@@ -70,16 +71,16 @@ int journal_barrier(struct journal *j)
 	if (!j->cfg.barrier)
 		return 0;
 	int err = blockdev_flush(j->bd);
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	j->stats.flushes++;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	return err;
 }
 
 /* sb_write_lock held. */
 static int write_super_locked(struct journal *j, uint32_t start, uint64_t sequence)
 {
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	struct ordfs_journal_super js = {
 		.block_size = j->block_size,
 		.total_blocks = j->log_total,
@@ -90,7 +91,7 @@ static int write_super_locked(struct journal *j, uint32_t start, uint64_t sequen
 	};
 	j->sb_start = start;
 	j->sb_seq = sequence;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	memcpy(js.uuid, j->uuid, ORDFS_UUID_LEN);
 	uint8_t *blk = malloc(j->block_size);
 	if (!blk)
@@ -105,21 +106,21 @@ static int write_super_locked(struct journal *j, uint32_t start, uint64_t sequen
 
 int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence)
 {
-	pthread_mutex_lock(&j->sb_write_lock);
+	ordfs_mutex_lock(&j->sb_write_lock);
 	int err = write_super_locked(j, start, sequence);
-	pthread_mutex_unlock(&j->sb_write_lock);
+	ordfs_mutex_unlock(&j->sb_write_lock);
 	return err;
 }
 
 int journal_rewrite_super(struct journal *j)
 {
-	pthread_mutex_lock(&j->sb_write_lock);
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->sb_write_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	uint32_t start = j->sb_start;
 	uint64_t seq = j->sb_seq;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	int err = write_super_locked(j, start, seq);
-	pthread_mutex_unlock(&j->sb_write_lock);
+	ordfs_mutex_unlock(&j->sb_write_lock);
 	return err;
 }
 
@@ -245,7 +246,7 @@ static struct transaction *commit_lock_and_copy(struct journal *j, int *err)
 	ORDFS_ASSERT(tx->state == TX_RUNNING && j->committing == NULL);
 	tx->state = TX_LOCKED;
 	while (tx->handles > 0)
-		pthread_cond_wait(&j->commit_cond, &j->state_lock);
+		ordfs_cond_wait(&j->commit_cond, &j->state_lock);
 	ORDFS_ASSERT(tx->reserved == 0);
 
 	if (transaction_empty(tx)) {
@@ -311,18 +312,18 @@ static int commit_write(struct journal *j, struct transaction *tx, bool *retryab
 		goto out;
 
 	uint32_t need = li.nblocks + 1;
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	uint32_t room = journal_log_capacity(j) - journal_log_used(j) - 1;
 	uint32_t head = j->head;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	if (need > room) {
 		err = journal_checkpoint_all(j); /* [J4] */
 		if (err)
 			goto out;
-		pthread_mutex_lock(&j->state_lock);
+		ordfs_mutex_lock(&j->state_lock);
 		room = journal_log_capacity(j) - journal_log_used(j) - 1;
 		head = j->head;
-		pthread_mutex_unlock(&j->state_lock);
+		ordfs_mutex_unlock(&j->state_lock);
 		if (need > room) {
 			/* Cannot happen while credits are honoured. */
 			ordfs_log(LOG_ERR, "internal error: transaction %llu needs %u log blocks, "
@@ -350,11 +351,11 @@ static int commit_write(struct journal *j, struct transaction *tx, bool *retryab
 	if (!err)
 		err = journal_barrier(j); /* F2 [J3] */
 	if (!err) {
-		pthread_mutex_lock(&j->state_lock);
+		ordfs_mutex_lock(&j->state_lock);
 		j->head = journal_log_advance(j, head, need);
 		j->stats.blocks_logged += tx->bufs.n;
 		j->stats.revokes_logged += tx->revokes.n;
-		pthread_mutex_unlock(&j->state_lock);
+		ordfs_mutex_unlock(&j->state_lock);
 	}
 out:
 	free(li.blocks);
@@ -375,7 +376,7 @@ static void commit_finish(struct journal *j, struct transaction *tx)
 					     tx->freed.v[i].len);
 	}
 
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	for (uint32_t i = 0; i < tx->bufs.n; i++) {
 		struct buf *b = tx->bufs.v[i];
 		b->in_commit = false;
@@ -387,7 +388,7 @@ static void commit_finish(struct journal *j, struct transaction *tx)
 	j->commit_failed = false;
 	j->stats.commits++;
 	pthread_cond_broadcast(&j->done_cond);
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 }
 
 /* A failed commit: the transaction does not count.  Returns true if it is
@@ -395,7 +396,7 @@ static void commit_finish(struct journal *j, struct transaction *tx)
  * and tx was let go. */
 static bool commit_fail(struct journal *j, struct transaction *tx, int err, bool retryable)
 {
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	ORDFS_ASSERT(tx->state == TX_COMMITTING && j->committing == tx);
 	j->stats.failed_commits++;
 	if (retryable && j->cfg.retry_failed_commits && !j->aborted && !j->stopping) {
@@ -405,10 +406,10 @@ static bool commit_fail(struct journal *j, struct transaction *tx, int err, bool
 		j->commit_request = j->committed_tid;
 		pthread_cond_broadcast(&j->done_cond);
 		pthread_cond_broadcast(&j->handle_cond);
-		pthread_mutex_unlock(&j->state_lock);
+		ordfs_mutex_unlock(&j->state_lock);
 		return true;
 	}
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	if (retryable) {
 		journal_abort(j, err);
 	} else {
@@ -417,7 +418,7 @@ static bool commit_fail(struct journal *j, struct transaction *tx, int err, bool
 			  (unsigned long long)tx->tid, strerror(-err));
 		journal_abort_internal(j, err);
 	}
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	for (uint32_t i = 0; i < tx->bufs.n; i++) {
 		tx->bufs.v[i]->in_commit = false;
 		free(tx->copies[i]);
@@ -425,7 +426,7 @@ static bool commit_fail(struct journal *j, struct transaction *tx, int err, bool
 	}
 	j->committing = NULL;
 	j->commit_failed = false;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	for (uint32_t i = 0; i < tx->bufs.n; i++)
 		journal_buf_release(j, tx->bufs.v[i]);
 	return false;
@@ -454,15 +455,15 @@ static void commit_running(struct journal *j)
 	struct transaction *tx = commit_lock_and_copy(j, &err);
 	if (!tx) {
 		if (err) {
-			pthread_mutex_unlock(&j->state_lock);
+			ordfs_mutex_unlock(&j->state_lock);
 			journal_abort(j, err);
-			pthread_mutex_lock(&j->state_lock);
+			ordfs_mutex_lock(&j->state_lock);
 		}
 		return;
 	}
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	commit_attempt(j, tx);
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 }
 
 /* A failed commit is retried when a commit is asked for (of it or of
@@ -487,7 +488,7 @@ static bool commit_due(struct journal *j)
 static void wait_for_work(struct journal *j)
 {
 	if (j->cfg.commit_interval_ms == 0) {
-		pthread_cond_wait(&j->commit_cond, &j->state_lock);
+		ordfs_cond_wait(&j->commit_cond, &j->state_lock);
 		return;
 	}
 	struct timespec ts;
@@ -495,7 +496,7 @@ static void wait_for_work(struct journal *j)
 	uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)(j->cfg.commit_interval_ms % 1000) * 1000000u;
 	ts.tv_sec += j->cfg.commit_interval_ms / 1000 + (time_t)(ns / 1000000000u);
 	ts.tv_nsec = (long)(ns % 1000000000u);
-	pthread_cond_timedwait(&j->commit_cond, &j->state_lock, &ts);
+	ordfs_cond_timedwait(&j->commit_cond, &j->state_lock, &ts);
 }
 
 /* journal_config.ioprio_plus1: the thread's best-effort I/O priority.
@@ -514,20 +515,20 @@ void *journal_commit_thread(void *arg)
 
 	set_commit_ioprio(j);
 
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	for (;;) {
 		if (j->aborted) {
 			pthread_cond_broadcast(&j->done_cond);
 			if (j->stopping)
 				break;
-			pthread_cond_wait(&j->commit_cond, &j->state_lock);
+			ordfs_cond_wait(&j->commit_cond, &j->state_lock);
 			continue;
 		}
 		if (j->commit_failed) {
 			if (retry_due(j)) {
-				pthread_mutex_unlock(&j->state_lock);
+				ordfs_mutex_unlock(&j->state_lock);
 				commit_attempt(j, j->committing);
-				pthread_mutex_lock(&j->state_lock);
+				ordfs_mutex_lock(&j->state_lock);
 				if (j->commit_failed && j->stopping)
 					break; /* the device is still failing: give up */
 				continue;
@@ -547,11 +548,11 @@ void *journal_commit_thread(void *arg)
 		}
 		if (j->checkpoint_request) {
 			j->checkpoint_request = false;
-			pthread_mutex_unlock(&j->state_lock);
+			ordfs_mutex_unlock(&j->state_lock);
 			int err = journal_checkpoint_all(j);
 			if (err && !j->cfg.retry_failed_commits)
 				journal_abort(j, err);
-			pthread_mutex_lock(&j->state_lock);
+			ordfs_mutex_lock(&j->state_lock);
 			if (err)
 				j->stats.failed_checkpoints++;
 			j->checkpoint_err = err;
@@ -563,6 +564,6 @@ void *journal_commit_thread(void *arg)
 			break;
 		wait_for_work(j);
 	}
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	return NULL;
 }

@@ -23,6 +23,7 @@
 #include "../log.h"
 #include "../ordfs_assert.h"
 #include "../blockdev/blockdev.h"
+#include "../lock/lock.h"
 
 uint64_t journal_now_ms(void)
 {
@@ -77,7 +78,7 @@ bool transaction_empty(const struct transaction *tx)
 void wait_abort_notified(struct journal *j)
 {
 	while (j->abort_notifying && !pthread_equal(j->abort_notifier, pthread_self()))
-		pthread_cond_wait(&j->done_cond, &j->state_lock);
+		ordfs_cond_wait(&j->done_cond, &j->state_lock);
 }
 
 /* Drops the journal's reference on b once nothing in the journal needs it. */
@@ -119,8 +120,8 @@ static void journal_free(struct journal *j)
 	pthread_cond_destroy(&j->handle_cond);
 	pthread_cond_destroy(&j->commit_cond);
 	pthread_cond_destroy(&j->done_cond);
-	pthread_mutex_destroy(&j->state_lock);
-	pthread_mutex_destroy(&j->sb_write_lock);
+	ordfs_mutex_destroy(&j->state_lock);
+	ordfs_mutex_destroy(&j->sb_write_lock);
 	free(j);
 }
 
@@ -153,14 +154,10 @@ int journal_open(struct blockdev *bd, struct bcache *cache, const struct ordfs_s
 	 * log covers the descriptors with room to spare. */
 	uint32_t capacity = js.total_blocks - js.first;
 	j->max_tx_blocks = capacity - capacity / 16 - 4;
-	pthread_mutex_init(&j->state_lock, NULL);
+	ordfs_mutex_init(&j->state_lock, LOCK_JOURNAL, "journal state_lock");
 	/* Recursive: a failed superblock write can abort the journal, whose
 	 * policy (remount-ro) writes the superblock again on this thread. */
-	pthread_mutexattr_t recursive;
-	pthread_mutexattr_init(&recursive);
-	pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(&j->sb_write_lock, &recursive);
-	pthread_mutexattr_destroy(&recursive);
+	ordfs_mutex_init_recursive(&j->sb_write_lock, LOCK_JOURNAL_SB, "journal sb_write_lock");
 	pthread_cond_init(&j->handle_cond, NULL);
 	pthread_cond_init(&j->commit_cond, NULL);
 	pthread_cond_init(&j->done_cond, NULL);
@@ -193,10 +190,10 @@ int journal_close(struct journal *j)
 {
 	int err = journal_flush_all(j);
 
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	j->stopping = true;
 	pthread_cond_broadcast(&j->commit_cond);
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	if (j->thread_started)
 		pthread_join(j->thread, NULL);
 
@@ -259,14 +256,18 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 	struct handle *h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	/* A handle is a lock in the order (LOCK_HANDLE): the wait for room
+	 * below must not happen under a lock a commit could need. */
+	lock_order_acquire(&handles_open_here, LOCK_HANDLE, "journal handle", false);
 
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	uint64_t failures = j->stats.failed_commits;
 	bool waited_for_room = false;
 	for (;;) {
 		wait_abort_notified(j);
 		if (j->aborted) {
-			pthread_mutex_unlock(&j->state_lock);
+			ordfs_mutex_unlock(&j->state_lock);
+			lock_order_release(&handles_open_here);
 			free(h);
 			return -EROFS;
 		}
@@ -274,13 +275,14 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 			/* We waited for room and the commit that would make it
 			 * failed: do not hang on a failing device.  (A wait for
 			 * the running transaction to unlock is not this.) */
-			pthread_mutex_unlock(&j->state_lock);
+			ordfs_mutex_unlock(&j->state_lock);
+			lock_order_release(&handles_open_here);
 			free(h);
 			return -EIO;
 		}
 		struct transaction *tx = j->running;
 		if (tx->state != TX_RUNNING) {
-			pthread_cond_wait(&j->handle_cond, &j->state_lock);
+			ordfs_cond_wait(&j->handle_cond, &j->state_lock);
 			continue;
 		}
 		if (tx_projected_blocks(j, tx) + credits > j->max_tx_blocks) {
@@ -291,7 +293,7 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 			if (j->commit_request < tx->tid)
 				j->commit_request = tx->tid;
 			pthread_cond_broadcast(&j->commit_cond);
-			pthread_cond_wait(&j->handle_cond, &j->state_lock);
+			ordfs_cond_wait(&j->handle_cond, &j->state_lock);
 			continue;
 		}
 		ORDFS_ASSERT(tx->state == TX_RUNNING);
@@ -302,7 +304,7 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 		h->credits = credits;
 		break;
 	}
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	handles_open_here++;
 	*out = h;
 	return 0;
@@ -315,7 +317,8 @@ int journal_stop(struct handle *h)
 
 	ORDFS_ASSERT_CHEAP(handles_open_here > 0);
 	handles_open_here--;
-	pthread_mutex_lock(&j->state_lock);
+	lock_order_release(&handles_open_here);
+	ordfs_mutex_lock(&j->state_lock);
 	struct transaction *tx = h->tx;
 	/* A handle keeps its transaction from committing: it is running, or
 	 * locked and waiting for this very handle. */
@@ -325,7 +328,7 @@ int journal_stop(struct handle *h)
 	if (--tx->handles == 0 && tx->state == TX_LOCKED)
 		pthread_cond_broadcast(&j->commit_cond);
 	err = j->aborted ? -EROFS : 0;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	free(h);
 	return err;
 }
@@ -346,7 +349,7 @@ int journal_get_write_access(struct handle *h, struct buf *b, unsigned flags)
 	struct transaction *tx = h->tx;
 	int err = 0;
 
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	if (j->aborted) {
 		err = -EROFS;
 		goto out;
@@ -390,7 +393,7 @@ int journal_get_write_access(struct handle *h, struct buf *b, unsigned flags)
 	tx->reserved--;
 	h->used++;
 out:
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	return err;
 }
 
@@ -405,7 +408,7 @@ int journal_forget(struct handle *h, uint64_t blockno)
 	if (!b)
 		return 0; /* not cached, so not pinned, so not in the live log */
 
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	if (b->jtx == tx) {
 		/* Freed in the transaction that dirtied it: do not log it. */
 		for (uint32_t i = 0; i < tx->bufs.n; i++) {
@@ -420,7 +423,7 @@ int journal_forget(struct handle *h, uint64_t blockno)
 	if (b->in_commit || b->committed)
 		err = VEC_PUSH(tx->revokes, blockno); /* [J6] */
 	b->freed_seq = tx->tid;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 
 	if (drop)
 		journal_buf_release(j, drop);
@@ -430,9 +433,9 @@ int journal_forget(struct handle *h, uint64_t blockno)
 
 void journal_ordered_data(struct handle *h)
 {
-	pthread_mutex_lock(&h->j->state_lock);
+	ordfs_mutex_lock(&h->j->state_lock);
 	h->tx->ordered_data = true;
-	pthread_mutex_unlock(&h->j->state_lock);
+	ordfs_mutex_unlock(&h->j->state_lock);
 }
 
 int journal_add_freed(struct handle *h, uint64_t start, uint32_t len)
@@ -440,9 +443,9 @@ int journal_add_freed(struct handle *h, uint64_t start, uint32_t len)
 	struct journal *j = h->j;
 	struct freed_extent fe = { start, len };
 
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	int err = VEC_PUSH(h->tx->freed, fe);
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	return err;
 }
 
@@ -450,9 +453,9 @@ int journal_add_freed(struct handle *h, uint64_t start, uint32_t len)
 
 uint64_t journal_running_tid(struct journal *j)
 {
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	uint64_t tid = j->running->tid;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	return tid;
 }
 
@@ -471,7 +474,7 @@ int journal_commit_wait(struct journal *j, uint64_t tid)
 	int err = 0;
 
 	ORDFS_ASSERT(handles_open_here == 0); /* [J8] */
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	if (running_is_idle(j, tid))
 		tid = j->committed_tid;
 	if (tid > j->committed_tid) {
@@ -485,11 +488,11 @@ int journal_commit_wait(struct journal *j, uint64_t tid)
 		while ((tid > j->committed_tid && !j->aborted && !running_is_idle(j, tid) &&
 			j->stats.failed_commits == failures) ||
 		       j->abort_notifying)
-			pthread_cond_wait(&j->done_cond, &j->state_lock);
+			ordfs_cond_wait(&j->done_cond, &j->state_lock);
 	}
 	if (tid > j->committed_tid && !running_is_idle(j, tid))
 		err = j->aborted == -EROFS ? -EROFS : -EIO;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	return err;
 }
 
@@ -504,20 +507,20 @@ int journal_flush_all(struct journal *j)
 	if (err)
 		return err;
 
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	uint64_t target = j->checkpoint_done + 1;
 	j->checkpoint_request = true;
 	pthread_cond_broadcast(&j->commit_cond);
 	while (j->checkpoint_done < target && !j->aborted)
-		pthread_cond_wait(&j->done_cond, &j->state_lock);
+		ordfs_cond_wait(&j->done_cond, &j->state_lock);
 	err = j->checkpoint_done < target ? j->aborted : j->checkpoint_err;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	return err;
 }
 
 static void abort_journal(struct journal *j, int err, bool internal)
 {
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	bool first = !j->aborted;
 	if (first) {
 		j->aborted = err < 0 ? err : -EIO;
@@ -526,9 +529,9 @@ static void abort_journal(struct journal *j, int err, bool internal)
 		if (j->cfg.aborted) {
 			j->abort_notifying = true;
 			j->abort_notifier = pthread_self();
-			pthread_mutex_unlock(&j->state_lock);
+			ordfs_mutex_unlock(&j->state_lock);
 			j->cfg.aborted(j->cfg.aborted_ctx, j->aborted, internal);
-			pthread_mutex_lock(&j->state_lock);
+			ordfs_mutex_lock(&j->state_lock);
 			j->abort_notifying = false;
 		}
 	} else {
@@ -537,7 +540,7 @@ static void abort_journal(struct journal *j, int err, bool internal)
 	pthread_cond_broadcast(&j->handle_cond);
 	pthread_cond_broadcast(&j->commit_cond);
 	pthread_cond_broadcast(&j->done_cond);
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 }
 
 void journal_abort(struct journal *j, int err)
@@ -557,19 +560,19 @@ int journal_record_error(struct journal *j)
 
 int journal_aborted(struct journal *j)
 {
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	wait_abort_notified(j);
 	int err = j->aborted;
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 	return err;
 }
 
 void journal_get_stats(struct journal *j, struct journal_stats *out)
 {
-	pthread_mutex_lock(&j->state_lock);
+	ordfs_mutex_lock(&j->state_lock);
 	*out = j->stats;
 	out->running_tid = j->running->tid;
 	out->committed_tid = j->committed_tid;
 	out->log_used = journal_log_used(j);
-	pthread_mutex_unlock(&j->state_lock);
+	ordfs_mutex_unlock(&j->state_lock);
 }

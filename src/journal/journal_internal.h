@@ -13,6 +13,7 @@
 
 #include "journal.h"
 #include "../cache/bcache.h"
+#include "../lock/lock.h"
 
 enum tx_state {
 	TX_RUNNING,   /* handles may join */
@@ -64,7 +65,7 @@ struct journal {
 	uint32_t max_tx_blocks;   /* credits one transaction may reserve */
 	uint8_t uuid[ORDFS_UUID_LEN];
 
-	pthread_mutex_t state_lock;
+	struct ordfs_mutex state_lock;
 	pthread_cond_t handle_cond;  /* (S) running transaction changed/unlocked */
 	pthread_cond_t commit_cond;  /* (S) wakes the commit thread */
 	pthread_cond_t done_cond;    /* (S) a commit or checkpoint finished */
@@ -84,7 +85,7 @@ struct journal {
 	int aborted;                   /* (S) 0 or the negative errno */
 	bool abort_notifying;          /* (S) cfg.aborted is running */
 	pthread_t abort_notifier;      /* (S) on this thread */
-	pthread_mutex_t sb_write_lock; /* one journal superblock write at a time */
+	struct ordfs_mutex sb_write_lock; /* one journal superblock write at a time */
 	bool stopping;                 /* (S) */
 	struct journal_stats stats;    /* (S) */
 

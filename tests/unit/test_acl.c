@@ -406,10 +406,10 @@ START_TEST(test_set_access_acl_sets_mode)
 	/* The stored value is the compact form: 10 + 5 per named entry. */
 	uint8_t *raw;
 	uint32_t rlen;
-	pthread_rwlock_rdlock(&f->lock);
+	ordfs_rwlock_rdlock(&f->lock);
 	ck_assert_int_eq(xattr_get_ns_locked(t.fs, f, ORDFS_XATTR_NS_POSIX_ACL_ACCESS, &raw, &rlen),
 			 0);
-	pthread_rwlock_unlock(&f->lock);
+	ordfs_rwlock_unlock(&f->lock);
 	ck_assert_uint_eq(rlen, 10 + 5 * 2);
 	free(raw);
 
@@ -450,6 +450,37 @@ START_TEST(test_set_access_acl_sets_mode)
 	expect_acl(&t, f, ACCESS, "u::6 u:1000:6 g::4 m::6 o::0");
 	inode_put(t.fs, f);
 	tfs_unmount_and_check(&t); /* the checker accepts a valid ACL */
+}
+END_TEST
+
+/* posix_acl_update_mode: a caller that is neither in the file's group nor
+ * holds CAP_FSETID loses the set-group-ID bit by setting an access ACL
+ * (xfstests generic/375); the group's members and CAP_FSETID keep it. */
+START_TEST(test_set_access_acl_clears_setgid)
+{
+	struct test_fs t;
+	tfs_setup(&t, 16 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t), *f;
+	ck_assert_int_eq(ordfs_create(t.fs, root, "f", S_ISGID | 0770, &root_cred, &f), 0);
+	f->d.uid = 1000;
+	f->d.gid = 50;
+	struct xv v;
+	xv_build(&v, "u::7 u:1001:7 g::7 m::7 o::0");
+	uint32_t other_groups[] = { 60, 70 }, member_groups[] = { 60, 50 };
+	struct ordfs_caller in_group = { { 1000, 1000 }, member_groups, 2, false };
+	struct ordfs_caller privileged = { { 1000, 1000 }, other_groups, 2, true };
+	struct ordfs_caller outsider = { { 1000, 1000 }, other_groups, 2, false };
+
+	ck_assert_int_eq(ordfs_setxattr_by(t.fs, f, ACCESS, v.b, v.len, 0, &in_group), 0);
+	ck_assert_uint_eq(perms(f), S_ISGID | 0770);
+	ck_assert_int_eq(ordfs_setxattr_by(t.fs, f, ACCESS, v.b, v.len, 0, &privileged), 0);
+	ck_assert_uint_eq(perms(f), S_ISGID | 0770);
+	ck_assert_int_eq(ordfs_setxattr_by(t.fs, f, ACCESS, v.b, v.len, 0, &outsider), 0);
+	ck_assert_uint_eq(perms(f), 0770);
+	expect_acl(&t, f, ACCESS, "u::7 u:1001:7 g::7 m::7 o::0");
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
 }
 END_TEST
 
@@ -831,6 +862,7 @@ static Suite *acl_suite(void)
 	tcase_add_test(tc, test_mode_rules);
 	tcase_add_test(tc, test_permission_evaluation);
 	tcase_add_test(tc, test_set_access_acl_sets_mode);
+	tcase_add_test(tc, test_set_access_acl_clears_setgid);
 	tcase_add_test(tc, test_set_errors_change_nothing);
 	tcase_add_test(tc, test_chmod_updates_acl);
 	tcase_add_test(tc, test_inheritance);

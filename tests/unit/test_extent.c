@@ -42,12 +42,12 @@ struct efs {
 
 static void set_size(struct efs *x, uint64_t size)
 {
-	pthread_rwlock_wrlock(&x->f->lock);
+	ordfs_rwlock_wrlock(&x->f->lock);
 	struct handle *h = tfs_start(&x->t, INODE_WRITE_CREDITS);
 	x->f->d.size = x->f->size = size;
 	ck_assert_int_eq(inode_write(x->t.fs, h, x->f, INODE_WRITE_DATASYNC), 0);
 	tfs_stop(h);
-	pthread_rwlock_unlock(&x->f->lock);
+	ordfs_rwlock_unlock(&x->f->lock);
 }
 
 static void efs_setup(struct efs *x, uint64_t bytes, uint32_t block_size)
@@ -122,11 +122,11 @@ static int ins_into(struct efs *x, struct inode *inode, uint64_t logical, uint64
 		    uint32_t len, uint32_t flags)
 {
 	struct ordfs_extent e = { logical, physical, len, flags };
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	struct handle *h = tfs_start(&x->t, extent_credits(x->t.fs, inode, 1));
 	int err = extent_insert(x->t.fs, h, inode, &e);
 	tfs_stop(h);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return err;
 }
 
@@ -147,11 +147,11 @@ static void ins_ok(struct efs *x, uint64_t logical, uint64_t physical, uint32_t 
 static int rm_from(struct efs *x, struct inode *inode, uint64_t lblk, uint64_t count,
 		   uint32_t max_records)
 {
-	pthread_rwlock_wrlock(&inode->lock);
+	ordfs_rwlock_wrlock(&inode->lock);
 	struct handle *h = tfs_start(&x->t, extent_credits(x->t.fs, inode, max_records));
 	int ret = extent_remove(x->t.fs, h, inode, lblk, count, max_records);
 	tfs_stop(h);
-	pthread_rwlock_unlock(&inode->lock);
+	ordfs_rwlock_unlock(&inode->lock);
 	return ret;
 }
 
@@ -176,9 +176,9 @@ static unsigned rm_all(struct efs *x, uint64_t lblk, uint64_t count, uint32_t ma
 
 static int look(struct efs *x, uint64_t lblk, struct ordfs_extent *e)
 {
-	pthread_rwlock_rdlock(&x->f->lock);
+	ordfs_rwlock_rdlock(&x->f->lock);
 	int ret = extent_lookup(x->t.fs, x->f, lblk, e);
-	pthread_rwlock_unlock(&x->f->lock);
+	ordfs_rwlock_unlock(&x->f->lock);
 	return ret;
 }
 
@@ -254,9 +254,9 @@ static int view_load(struct efs *x, struct tree_view *v)
 	memset(v, 0, sizeof(*v));
 	v->depth = extent_depth(x->f);
 	struct extent_walk_ops ops = { view_node, view_ext, v };
-	pthread_rwlock_rdlock(&x->f->lock);
+	ordfs_rwlock_rdlock(&x->f->lock);
 	int err = extent_walk(x->t.fs, x->f, &ops);
-	pthread_rwlock_unlock(&x->f->lock);
+	ordfs_rwlock_unlock(&x->f->lock);
 	for (size_t i = 1; i < v->n; i++)
 		ck_assert_uint_ge(v->ext[i].logical, v->ext[i - 1].logical + v->ext[i - 1].len);
 	return err;

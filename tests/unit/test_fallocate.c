@@ -358,7 +358,7 @@ START_TEST(test_set_flags_small_budget)
 	tfs_setup(&t, 64 << 20, BS, 0);
 	struct inode *f = make_file(&t, "budget");
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, 0, 0, 100 * BS), 0);
-	pthread_rwlock_wrlock(&f->lock);
+	ordfs_rwlock_wrlock(&f->lock);
 	int more, calls = 0;
 	do {
 		struct handle *h = tfs_start(&t, extent_credits(t.fs, f, 2));
@@ -367,18 +367,18 @@ START_TEST(test_set_flags_small_budget)
 		ck_assert_int_ge(more, 0);
 		calls++;
 	} while (more == 1);
-	pthread_rwlock_unlock(&f->lock);
+	ordfs_rwlock_unlock(&f->lock);
 	ck_assert_int_eq(calls, 3); /* split at 10, split at 60, flags */
 	struct ext_count c = count_extents(&t, f);
 	ck_assert_uint_eq(c.written, 1);
 	ck_assert_uint_eq(c.unwritten, 2);
 	ck_assert_uint_eq(c.unwritten_blocks, 50);
 	/* Back to unwritten: the three records merge into one. */
-	pthread_rwlock_wrlock(&f->lock);
+	ordfs_rwlock_wrlock(&f->lock);
 	struct handle *h = tfs_start(&t, extent_credits(t.fs, f, 5));
 	ck_assert_int_eq(extent_set_flags(t.fs, h, f, 0, 1000, ORDFS_EXT_UNWRITTEN, 5), 0);
 	tfs_stop(h);
-	pthread_rwlock_unlock(&f->lock);
+	ordfs_rwlock_unlock(&f->lock);
 	c = count_extents(&t, f);
 	ck_assert_uint_eq(c.unwritten, 1);
 	ck_assert_uint_eq(c.written, 0);

@@ -957,12 +957,12 @@ START_TEST(test_interrupted_truncate_finished_at_mount)
 	ck_assert_uint_gt(blocks, 90);
 
 	/* The first step of truncate(f, 1000), alone, then a crash. */
-	pthread_rwlock_wrlock(&f->lock);
+	ordfs_rwlock_wrlock(&f->lock);
 	f->size = f->d.size = 1000;
 	struct handle *h = tfs_start(&t, 4);
 	ck_assert_int_eq(ordfs_truncate_begin(t.fs, h, f), 0);
 	tfs_stop(h);
-	pthread_rwlock_unlock(&f->lock);
+	ordfs_rwlock_unlock(&f->lock);
 	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
 	ck_assert_uint_eq(t.fs->sb.orphan_head, f->ino);
 	inode_put(t.fs, f);

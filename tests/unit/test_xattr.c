@@ -929,11 +929,11 @@ static struct inode *damaged_mount(struct damaged *x)
  * or not) and refuses one whose header is not. */
 static int free_with_helper(struct test_fs *t, struct inode *f)
 {
+	ordfs_rwlock_wrlock(&f->lock); /* the lock order: inode lock, then handle */
 	struct handle *h = tfs_start(t, xattr_credits(t->fs));
-	pthread_rwlock_wrlock(&f->lock);
 	int err = xattr_free_block_locked(t->fs, h, f);
-	pthread_rwlock_unlock(&f->lock);
 	tfs_stop(h);
+	ordfs_rwlock_unlock(&f->lock);
 	return err;
 }
 

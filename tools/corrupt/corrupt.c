@@ -417,15 +417,15 @@ static int damage_dir_hardlink(struct job *j, struct blockdev *bd)
 		err = inode_get(fs, target, &dir);
 	if (!err) {
 		struct handle *h;
+		ordfs_rwlock_wrlock(&root->lock); /* lock order: inode, then handle */
 		err = journal_start(fs->journal, 16, &h);
 		if (!err) {
-			pthread_rwlock_wrlock(&root->lock);
 			err = dir_add(fs, h, root, "second-name", 11, target, DT_DIR);
-			pthread_rwlock_unlock(&root->lock);
 			int serr = journal_stop(h);
 			if (!err)
 				err = serr;
 		}
+		ordfs_rwlock_unlock(&root->lock);
 		inode_put(fs, dir);
 		snprintf(j->what, j->what_len, "dir-hardlink: directory %u also named /second-name",
 			 target);
