@@ -336,53 +336,60 @@ int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inod
 	return err;
 }
 
-int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigned flags)
+/* The inode's table buffer, joined to h's transaction; *off is the slot. */
+static int slot_for_write(struct ordfs *fs, struct handle *h, const struct inode *inode,
+			  struct buf **out, uint32_t *off)
 {
 	uint64_t blk;
-	uint32_t off;
-	ordfs_inode_location(&fs->sb, inode->ino, &blk, &off);
-
+	ordfs_inode_location(&fs->sb, inode->ino, &blk, off);
 	struct buf *b;
 	int err = bcache_read(fs->cache, blk, &b);
 	if (err)
 		return err;
 	err = journal_get_write_access(h, b, 0);
-	if (!err) {
-		ordfs_mutex_lock(&inode->raw_lock);
-		ordfs_inode_encode(&inode->d, inode->ino, fs->csum_seed, b->data + off);
-		ordfs_mutex_unlock(&inode->raw_lock);
-		inode->times_dirty = false;
-		/* d.atime went with the rest */
-		__atomic_store_n(&inode->atime_dirty, false, __ATOMIC_RELAXED);
-		uint64_t tid = journal_handle_tid(h);
-		__atomic_store_n(&inode->sync_tid, tid, __ATOMIC_RELAXED);
-		if (flags & INODE_WRITE_DATASYNC)
-			__atomic_store_n(&inode->datasync_tid, tid, __ATOMIC_RELAXED);
+	if (err) {
+		bcache_put(fs->cache, b);
+		return err;
 	}
+	*out = b;
+	return 0;
+}
+
+int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigned flags)
+{
+	struct buf *b;
+	uint32_t off;
+	int err = slot_for_write(fs, h, inode, &b, &off);
+	if (err)
+		return err;
+	ordfs_mutex_lock(&inode->raw_lock);
+	ordfs_inode_encode(&inode->d, inode->ino, fs->csum_seed, b->data + off);
+	ordfs_mutex_unlock(&inode->raw_lock);
 	bcache_put(fs->cache, b);
-	return err;
+	inode->times_dirty = false;
+	/* d.atime went with the rest */
+	__atomic_store_n(&inode->atime_dirty, false, __ATOMIC_RELAXED);
+	uint64_t tid = journal_handle_tid(h);
+	__atomic_store_n(&inode->sync_tid, tid, __ATOMIC_RELAXED);
+	if (flags & INODE_WRITE_DATASYNC)
+		__atomic_store_n(&inode->datasync_tid, tid, __ATOMIC_RELAXED);
+	return 0;
 }
 
 int inode_write_next_orphan(struct ordfs *fs, struct handle *h, struct inode *inode,
 			    uint32_t next)
 {
-	uint64_t blk;
-	uint32_t off;
-	ordfs_inode_location(&fs->sb, inode->ino, &blk, &off);
-
 	struct buf *b;
-	int err = bcache_read(fs->cache, blk, &b);
+	uint32_t off;
+	int err = slot_for_write(fs, h, inode, &b, &off);
 	if (err)
 		return err;
-	err = journal_get_write_access(h, b, 0);
-	if (!err) {
-		ordfs_mutex_lock(&inode->raw_lock);
-		inode->d.next_orphan = next;
-		ordfs_inode_patch_next_orphan(b->data + off, inode->ino, fs->csum_seed, next);
-		ordfs_mutex_unlock(&inode->raw_lock);
-	}
+	ordfs_mutex_lock(&inode->raw_lock);
+	inode->d.next_orphan = next;
+	ordfs_inode_patch_next_orphan(b->data + off, inode->ino, fs->csum_seed, next);
+	ordfs_mutex_unlock(&inode->raw_lock);
 	bcache_put(fs->cache, b);
-	return err;
+	return 0;
 }
 
 int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mode,

@@ -147,6 +147,25 @@ START_TEST(test_write_after_unlink)
 }
 END_TEST
 
+/* Adds n names to d (creates, or links of target), each needing the
+ * allocation to succeed; asserts that d grew. */
+static void add_names(struct test_fs *t, struct inode *d, const char *prefix, unsigned n,
+		      struct inode *target)
+{
+	uint64_t blocks0 = d->d.blocks;
+	for (unsigned i = 0; i < n; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s-long-name-to-fill-blocks-%u", prefix, i);
+		if (target) {
+			ck_assert_int_eq(ordfs_link(t->fs, target, d, name), 0);
+		} else {
+			struct inode *f = make_file(t, d, name);
+			inode_put(t->fs, f);
+		}
+	}
+	ck_assert_uint_gt(d->d.blocks, blocks0);
+}
+
 START_TEST(test_directory_growth_after_unlink)
 {
 	struct test_fs t;
@@ -156,14 +175,7 @@ START_TEST(test_directory_growth_after_unlink)
 	uint64_t data = fill_image(&t, root);
 	remove_big(&t, root, data);
 	/* Enough names that "d" needs more blocks: creates, then links. */
-	uint64_t blocks0 = d->d.blocks;
-	for (unsigned n = 0; n < 300; n++) {
-		char name[64];
-		snprintf(name, sizeof(name), "a-rather-long-name-to-fill-blocks-%u", n);
-		struct inode *f = make_file(&t, d, name);
-		inode_put(t.fs, f);
-	}
-	ck_assert_uint_gt(d->d.blocks, blocks0);
+	add_names(&t, d, "created", 300, NULL);
 	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
 	/* Take the space again, then grow by links. */
 	struct inode *big2 = make_file(&t, root, "big2");
@@ -171,13 +183,7 @@ START_TEST(test_directory_growth_after_unlink)
 	inode_put(t.fs, big2);
 	ck_assert_int_eq(ordfs_unlink(t.fs, root, "big2"), 0);
 	ck_assert_uint_gt(counts(&t).pending_free, 0);
-	blocks0 = d->d.blocks;
-	for (unsigned n = 0; n < 300; n++) {
-		char name[64];
-		snprintf(name, sizeof(name), "another-long-link-name-to-fill-blocks-%u", n);
-		ck_assert_int_eq(ordfs_link(t.fs, target, d, name), 0);
-	}
-	ck_assert_uint_gt(d->d.blocks, blocks0);
+	add_names(&t, d, "linked", 300, target);
 	inode_put(t.fs, target);
 	inode_put(t.fs, d);
 	inode_put(t.fs, root);
