@@ -57,8 +57,8 @@ run_tsan_suite() {
 	rm -rf "$reports"
 	mkdir -p "$reports"
 	TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 log_path=$reports/report suppressions=$(pwd)/tests/tsan.supp" \
-		ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} \
-		TEST_ARGS="--suite unit --suite mounted --no-suite corruption" \
+		ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} CK_TIMEOUT_MULTIPLIER=4 \
+		TEST_ARGS="--suite unit --suite mounted --no-suite corruption --timeout-multiplier 3" \
 		CC=clang run_suite tsan "$TSAN_BUILD_DIR" -Db_sanitize=thread -Db_lundef=false || true
 	if [ -n "$(ls -A "$reports")" ]; then
 		echo "=== tsan: $(ls "$reports" | wc -l) program(s) reported data races:"
