@@ -10,7 +10,8 @@
  *    checker; then a second mount verifies every file the threads last
  *    fsync'd.
  *  - test_stress_kill9: ORDFS_STRESS_KILL_ROUNDS (default 3) rounds of the
- *    same workload for 1-3 s, then SIGKILL of the daemon; fsck.ordfs -f -y
+ *    same workload for 1-3 s (data=ordered, then with commit=1,
+ *    data=journal, data=writeback in turn), then SIGKILL of the daemon; fsck.ordfs -f -y
  *    must repair nothing but the journal (exit 0 or 1), a second fsck -f -n
  *    must exit 0, and every fsync'd file must be exact on the next mount.
  *
@@ -421,7 +422,9 @@ START_TEST(test_stress_kill9)
 	struct worker *ws = calloc(THREADS, sizeof(*ws));
 	ck_assert_ptr_nonnull(ws);
 	for (unsigned r = 0; r < rounds; r++) {
-		mnt_start(&m, r % 2 ? "commit=1" : NULL);
+		static const char *const modes[] = { NULL, "commit=1", "data=journal",
+						     "data=writeback" };
+		mnt_start(&m, modes[r % 4]);
 		if (r == 0)
 			make_dirs(&m);
 		else
