@@ -95,8 +95,11 @@ for p in "${!BUILT[@]}"; do
 done
 {
 	echo "ordfs build: $BUILD"
-	echo "ordfs commit: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)" \
-		"(the build dir may hold uncommitted changes)"
+	# the sources this build was configured from (meson-info), and their commit
+	src=$(sed -n 's/.*"source": *"\([^"]*\)".*/\1/p' "$BUILD/meson-info/meson-info.json" 2>/dev/null)
+	echo "ordfs sources: ${src:-unknown}" \
+		"$(git -C "${src:-/nonexistent}" describe --always --dirty 2>/dev/null ||
+			cat "${src:-/nonexistent}/COMMIT" 2>/dev/null)"
 	echo "xfstests: $XFSTESTS_DIR $(git -C "$XFSTESTS_DIR" rev-parse --short HEAD 2>/dev/null)"
 	echo "kernel: $(uname -r)"
 	echo "started: $(date -u '+%F %T UTC')"
