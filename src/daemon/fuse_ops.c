@@ -180,12 +180,37 @@ static struct ordfs_file *file_of(const struct fuse_file_info *fi)
 
 /* ---- names ------------------------------------------------------------- */
 
+/* "." and "..": with FUSE_CAP_EXPORT_SUPPORT the kernel looks up "." on
+ * the node id of a file handle whose inode it no longer caches (of any
+ * type; it compares the generation we answer with the handle's, so a freed
+ * or reused inode gives ESTALE), and ".." to find a directory's parent. */
+static int lookup_self_or_parent(struct ordfs *fs, struct inode *node, const char *name,
+				 struct inode **out)
+{
+	if (strcmp(name, ".") == 0) {
+		inode_hold(fs, node);
+		*out = node;
+		return 0;
+	}
+	ordfs_rwlock_rdlock(&node->lock);
+	bool is_dir = (node->d.mode & S_IFMT) == S_IFDIR;
+	uint32_t parent = node->ino == ORDFS_ROOT_INO ? ORDFS_ROOT_INO : node->d.parent;
+	ordfs_rwlock_unlock(&node->lock);
+	if (!is_dir)
+		return -ENOTDIR;
+	return inode_get(fs, parent, out);
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct inode *dir = get_inode(req, parent), *child;
 	if (!dir)
 		return;
-	int err = ordfs_lookup(ctx_of(req)->fs, dir, name, &child);
+	int err;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		err = lookup_self_or_parent(ctx_of(req)->fs, dir, name, &child);
+	else
+		err = ordfs_lookup(ctx_of(req)->fs, dir, name, &child);
 	inode_put(ctx_of(req)->fs, dir);
 	if (err) {
 		reply_result(req, err);
@@ -931,6 +956,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * step and do the inheritance, which needs the umask left to us. */
 	if (conn->capable & FUSE_CAP_DONT_MASK)
 		conn->want |= FUSE_CAP_DONT_MASK;
+	/* File handles that outlive the kernel's inode cache (NFS export,
+	 * open_by_handle_at): node ids are inode numbers, checked by
+	 * generation (op_lookup's "." and ".."). */
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 #ifdef FUSE_CAP_POSIX_ACL
 	if (conn->capable & FUSE_CAP_POSIX_ACL)
 		conn->want |= FUSE_CAP_POSIX_ACL;

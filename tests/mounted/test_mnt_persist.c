@@ -293,6 +293,50 @@ START_TEST(test_readonly_mount)
 }
 END_TEST
 
+/* File handles outlive the mount (open_by_handle_at, as NFS export uses
+ * them): after a remount the kernel has no inode cached and asks the
+ * daemon for "." of the node; a handle of a removed file, whose inode
+ * number may be taken again, is stale (xfstests generic/426, 467, 477). */
+START_TEST(test_file_handles_across_remount)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, NULL);
+	MNT_OK(mkdir(mnt_path(&m, "d"), 0755));
+	mnt_make_file(mnt_path(&m, "d/f"), 0644, "kept\n");
+	mnt_make_file(mnt_path(&m, "gone"), 0644, "x");
+	union {
+		struct file_handle fh;
+		char space[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+	} hf, hd, hg;
+	int mount_id;
+	hf.fh.handle_bytes = hd.fh.handle_bytes = hg.fh.handle_bytes = MAX_HANDLE_SZ;
+	MNT_OK(name_to_handle_at(AT_FDCWD, mnt_path(&m, "d/f"), &hf.fh, &mount_id, 0));
+	MNT_OK(name_to_handle_at(AT_FDCWD, mnt_path(&m, "d"), &hd.fh, &mount_id, 0));
+	MNT_OK(name_to_handle_at(AT_FDCWD, mnt_path(&m, "gone"), &hg.fh, &mount_id, 0));
+	MNT_OK(unlink(mnt_path(&m, "gone")));
+	mnt_stop(&m);
+
+	mnt_start(&m, NULL);
+	int mfd = open(m.mountpoint, O_RDONLY | O_DIRECTORY);
+	MNT_OK(mfd);
+	int fd = open_by_handle_at(mfd, &hf.fh, O_RDONLY);
+	ck_assert_msg(fd >= 0, "open_by_handle_at(file): %s", strerror(errno));
+	char buf[16] = "";
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 5);
+	ck_assert_str_eq(buf, "kept\n");
+	MNT_OK(close(fd));
+	fd = open_by_handle_at(mfd, &hd.fh, O_RDONLY | O_DIRECTORY);
+	ck_assert_msg(fd >= 0, "open_by_handle_at(dir): %s", strerror(errno));
+	struct stat st;
+	MNT_OK(fstatat(fd, "f", &st, 0));
+	MNT_OK(close(fd));
+	MNT_FAILS(open_by_handle_at(mfd, &hg.fh, O_RDONLY), ESTALE);
+	MNT_OK(close(mfd));
+	mnt_finish(&m);
+}
+END_TEST
+
 static Suite *persist_suite(void)
 {
 	Suite *s = suite_create("mounted_persist");
@@ -301,6 +345,7 @@ static Suite *persist_suite(void)
 	tcase_add_test(tc, test_persistence_across_remount);
 	tcase_add_test(tc, test_clean_image_mounts_without_recovery);
 	tcase_add_test(tc, test_readonly_mount);
+	tcase_add_test(tc, test_file_handles_across_remount);
 	suite_add_tcase(s, tc);
 	return s;
 }
