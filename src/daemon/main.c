@@ -5,7 +5,10 @@
  *   1. Parse and validate every option (options.c).
  *   2. Open the image and take an exclusive flock on it (held by the open
  *      file description, so it survives the fork; a second daemon or
- *      fsck.ordfs fails with "in use").
+ *      fsck.ordfs fails with "in use").  When no mount of the image is
+ *      left, the holder is a daemon finishing its unmount (or fsck):
+ *      wait for it, at most LOCK_WAIT_MS, as a kernel mount waits for
+ *      the previous umount (xfstests generic/604).
  *   3. Validate the superblock and journal state, still writing nothing.
  *   4. Create the FUSE session and mount it.
  *   5. Fork (unless -f): the parent waits on a pipe for the child's verdict
@@ -18,8 +21,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,7 @@
 #include "../log.h"
 #include "options.h"
 #include "utab.h"
+#include "mountinfo.h"
 #include "../fs.h"
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
@@ -141,6 +147,44 @@ static void on_fatal(void *ctx, int err)
 
 /* ---- the image -------------------------------------------------------- */
 
+#define LOCK_WAIT_MS 10000
+
+/* Is the image the source of a live FUSE mount (this namespace)? */
+static bool image_is_mounted(const char *image)
+{
+	char *abs = realpath(image, NULL);
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	bool found = false;
+	char line[3 * PATH_MAX];
+	while (abs && f && !found && fgets(line, sizeof(line), f)) {
+		/* ... - TYPE SOURCE SUPEROPTS */
+		char *dash = strstr(line, " - ");
+		char type[256], source[2 * PATH_MAX];
+		if (!dash || sscanf(dash + 3, "%255s %8191s", type, source) != 2)
+			continue;
+		mountinfo_unescape(source);
+		found = strncmp(type, "fuse", 4) == 0 && strcmp(source, abs) == 0;
+	}
+	if (f)
+		fclose(f);
+	free(abs);
+	return found;
+}
+
+/* Takes the image's lock; waits for a holder whose mount is gone. */
+static int lock_image(const struct daemon_options *o, int fd)
+{
+	for (unsigned waited = 0;; waited += 50) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		if (waited >= LOCK_WAIT_MS || image_is_mounted(o->image))
+			return -EBUSY;
+		usleep(50 * 1000);
+	}
+}
+
 static int open_image(const struct daemon_options *o, struct blockdev **out)
 {
 	int err = blockdev_file_open(o->image,
@@ -150,8 +194,8 @@ static int open_image(const struct daemon_options *o, struct blockdev **out)
 		logmsg(LOG_ERR, "cannot open: %s", strerror(-err));
 		return err;
 	}
-	if (flock(blockdev_file_fd(*out), LOCK_EX | LOCK_NB) != 0) {
-		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	err = lock_image(o, blockdev_file_fd(*out));
+	if (err) {
 		logmsg(LOG_ERR, "%s", err == -EBUSY
 					      ? "image is in use (another ordfs daemon or fsck.ordfs)"
 					      : strerror(-err));

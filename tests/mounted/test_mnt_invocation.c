@@ -277,6 +277,43 @@ START_TEST(test_sigint_stops_cleanly)
 }
 END_TEST
 
+/* A mount right after an umount: the old daemon is still writing back
+ * (held here in its last flush by the latch) and holds the image; the new
+ * one waits for it instead of refusing "in use" (xfstests generic/604). */
+START_TEST(test_mount_waits_for_exiting_daemon)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	char latch[MNT_FILE_LEN], env[MNT_FILE_LEN + 32];
+	snprintf(latch, sizeof(latch), "%s", mnt_host_path(&m, "latch"));
+	snprintf(env, sizeof(env), "ORDFS_TEST_FLUSH_LATCH=%s", latch);
+	mnt_start_env(&m, NULL, env);
+	mnt_make_file(mnt_path(&m, "f"), 0644, "kept\n");
+	int lfd = open(latch, O_CREAT | O_WRONLY, 0644);
+	MNT_OK(lfd);
+	MNT_OK(close(lfd));
+	pid_t old = m.daemon;
+	ck_assert_int_eq(mnt_fusermount_u(m.mountpoint, false), 0);
+	usleep(300 * 1000);
+	int status;
+	ck_assert_msg(waitpid(old, &status, WNOHANG) == 0, "the old daemon did not wait");
+	m.daemon = 0;
+	pid_t remover = fork();
+	MNT_OK(remover);
+	if (remover == 0) {
+		usleep(1000 * 1000);
+		_exit(unlink(latch) == 0 ? 0 : 1);
+	}
+	mnt_start(&m, NULL); /* waits for the lock, then mounts */
+	ck_assert_int_eq(waitpid(remover, &status, 0), remover);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(mnt_wait_pid(old, 20000, &status), 0);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	mnt_expect_text(mnt_path(&m, "f"), "kept\n");
+	mnt_finish(&m);
+}
+END_TEST
+
 static Suite *invocation_suite(void)
 {
 	Suite *s = suite_create("mounted_invocation");
@@ -288,6 +325,7 @@ static Suite *invocation_suite(void)
 	tcase_add_test(tc, test_refuses_image_not_ordfs);
 	tcase_add_test(tc, test_refuses_missing_mountpoint);
 	tcase_add_test(tc, test_refuses_image_in_use);
+	tcase_add_test(tc, test_mount_waits_for_exiting_daemon);
 	tcase_add_test(tc, test_sigterm_stops_cleanly);
 	tcase_add_test(tc, test_sigint_stops_cleanly);
 	suite_add_tcase(s, tc);

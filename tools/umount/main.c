@@ -43,25 +43,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../src/daemon/mountinfo.h"
+
 #define EXIT_FAIL 32 /* umount(8)'s "umount failure" */
 
 static const char *prog = "umount.ordfs";
 
-/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *out = s;
-	for (char *in = s; *in; in++) {
-		if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' &&
-		    in[3] >= '0' && in[3] <= '7') {
-			*out++ = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
-			in += 3;
-		} else {
-			*out++ = *in;
-		}
-	}
-	*out = '\0';
-}
 
 /* The source, type and device number ("major:minor") of the mount at
  * `target` (the last such line, the one on top).  0, or -ENOENT when
@@ -86,7 +73,7 @@ static int find_mount(const char *target, char *source, size_t ssize, char *type
 			field[n++] = t;
 		if (n < 5)
 			continue;
-		unescape(field[4]);
+		mountinfo_unescape(field[4]);
 		if (strcmp(field[4], target) != 0)
 			continue;
 		char *t_save = NULL;
@@ -94,7 +81,7 @@ static int find_mount(const char *target, char *source, size_t ssize, char *type
 		char *src = strtok_r(NULL, " ", &t_save);
 		if (!fstype || !src)
 			continue;
-		unescape(src);
+		mountinfo_unescape(src);
 		snprintf(type, tsize, "%s", fstype);
 		snprintf(source, ssize, "%s", src);
 		snprintf(dev, dsize, "%s", field[2]);
