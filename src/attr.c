@@ -145,3 +145,35 @@ void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out)
 	out->inodes_free = c.free_inodes;
 	out->name_max = ORDFS_NAME_MAX;
 }
+
+int ordfs_drop_privs(struct ordfs *fs, struct inode *inode, const struct ordfs_caller *caller)
+{
+	if (!fs->journal)
+		return -EROFS;
+	ordfs_rwlock_wrlock(&inode->lock);
+	uint16_t mode = inode->d.mode;
+	if (!caller->cap_fsetid) {
+		mode &= (uint16_t)~S_ISUID;
+		if ((mode & S_ISGID) &&
+		    ((mode & S_IXGRP) ||
+		     !acl_in_group(inode->d.gid, caller->cred.gid, caller->groups, caller->ngroups)))
+			mode &= (uint16_t)~S_ISGID;
+	}
+	int err = 0;
+	if (mode != inode->d.mode) {
+		struct handle *h;
+		err = journal_start(fs->journal, INODE_WRITE_CREDITS, &h);
+		if (!err) {
+			inode->d.mode = mode;
+			inode->d.ctime = ordfs_now();
+			err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+			int serr = journal_stop(h);
+			if (!err)
+				err = serr;
+		}
+		if (!err)
+			err = 1;
+	}
+	ordfs_rwlock_unlock(&inode->lock);
+	return err;
+}

@@ -206,6 +206,13 @@ struct ordfs_caller {
 	uint32_t ngroups;
 	bool cap_fsetid;
 };
+/* A change of the file's data by caller (fallocate, write): Linux drops
+ * set-user-ID unless the caller holds CAP_FSETID, and set-group-ID when
+ * group-executable or when the caller is neither in the file's group nor
+ * holds CAP_FSETID (setattr_should_drop_sgid).  The kernel's FUSE fallback
+ * knows only the group-executable case, so the daemon applies the rule.
+ * Returns 1 if the mode changed, 0 if not, or a negative errno. */
+int ordfs_drop_privs(struct ordfs *fs, struct inode *inode, const struct ordfs_caller *caller);
 /* ordfs_setxattr on behalf of caller (NULL: a privileged caller). */
 int ordfs_setxattr_by(struct ordfs *fs, struct inode *inode, const char *name,
 		      const void *value, size_t size, int flags, const struct ordfs_caller *caller);

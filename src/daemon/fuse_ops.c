@@ -710,38 +710,6 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t node, int datasync,
 	op_fsync(req, node, datasync, NULL);
 }
 
-static void op_fallocate(fuse_req_t req, fuse_ino_t node, int mode, off_t offset,
-			 off_t length, struct fuse_file_info *fi)
-{
-	(void)fi;
-	struct inode *inode = get_inode(req, node);
-	if (!inode)
-		return;
-	int err = ordfs_fallocate(ctx_of(req)->fs, inode, mode, (uint64_t)offset,
-				  (uint64_t)length);
-	inode_put(ctx_of(req)->fs, inode);
-	reply_result(req, err);
-}
-
-/* The kernel sends only SEEK_DATA and SEEK_HOLE here. */
-static void op_lseek(fuse_req_t req, fuse_ino_t node, off_t off, int whence,
-		     struct fuse_file_info *fi)
-{
-	(void)fi;
-	struct inode *inode = get_inode(req, node);
-	if (!inode)
-		return;
-	off_t pos = off < 0 ? -ENXIO
-			    : ordfs_seek_data_hole(ctx_of(req)->fs, inode, (uint64_t)off, whence);
-	inode_put(ctx_of(req)->fs, inode);
-	if (pos < 0)
-		reply_result(req, (int)pos);
-	else
-		fuse_reply_lseek(req, pos);
-}
-
-/* ---- extended attributes -------------------------------------------------- */
-
 #define CALLER_GROUPS_MAX 256
 
 /* Does process pid hold CAP_FSETID (its effective set, /proc/PID/status)?
@@ -784,6 +752,53 @@ static void caller_of(fuse_req_t req, struct ordfs_caller *c, uint32_t *groups)
 	c->ngroups = (uint32_t)n;
 	c->cap_fsetid = caller_has_fsetid(fc->pid, fc->uid);
 }
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t node, int mode, off_t offset,
+			 off_t length, struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	int err = 0;
+	struct stat st;
+	ordfs_getattr(ctx_of(req)->fs, inode, &st);
+	if (st.st_mode & (S_ISUID | S_ISGID)) {
+		struct ordfs_caller caller;
+		uint32_t groups[CALLER_GROUPS_MAX];
+		caller_of(req, &caller, groups);
+		err = ordfs_drop_privs(ctx_of(req)->fs, inode, &caller);
+		if (err == 1) {
+			/* The kernel cached the mode it sent us a moment ago. */
+			fuse_lowlevel_notify_inval_inode(ctx_of(req)->se, node, -1, 0);
+			err = 0;
+		}
+	}
+	if (!err)
+		err = ordfs_fallocate(ctx_of(req)->fs, inode, mode, (uint64_t)offset,
+				      (uint64_t)length);
+	inode_put(ctx_of(req)->fs, inode);
+	reply_result(req, err);
+}
+
+/* The kernel sends only SEEK_DATA and SEEK_HOLE here. */
+static void op_lseek(fuse_req_t req, fuse_ino_t node, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	off_t pos = off < 0 ? -ENXIO
+			    : ordfs_seek_data_hole(ctx_of(req)->fs, inode, (uint64_t)off, whence);
+	inode_put(ctx_of(req)->fs, inode);
+	if (pos < 0)
+		reply_result(req, (int)pos);
+	else
+		fuse_reply_lseek(req, pos);
+}
+
+/* ---- extended attributes -------------------------------------------------- */
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t node, const char *name, const char *value,
 			size_t size, int flags)

@@ -14,6 +14,7 @@ struct ordfs;
 
 struct blockdev;
 struct open_file;
+struct fuse_session;
 
 struct daemon_ctx {
 	struct ordfs *fs;
@@ -22,6 +23,7 @@ struct daemon_ctx {
 	struct blockdev *test_faults; /* the fault device (ORDFS_TEST_FAULTS=1) */
 	struct blockdev *test_record; /* the streaming recorder (ORDFS_TEST_RECORD) */
 	struct ordfs_mutex files_lock;   /* open_files */
+	struct fuse_session *se;         /* for notifications to the kernel */
 	struct open_file *open_files; /* every open file's error cursor */
 };
 

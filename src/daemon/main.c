@@ -416,6 +416,7 @@ int main(int argc, char **argv)
 	main_thread = pthread_self(); /* set again after the fork below */
 	o.fs.fatal = on_fatal;
 	struct fuse_session *se = make_session(&o, &dctx, argv[0]);
+	dctx.se = se;
 	if (!se) {
 		if (bd != image_bd)
 			blockdev_destroy(bd);

@@ -350,6 +350,31 @@ START_TEST(test_setfacl_clears_setgid_outside_group)
 }
 END_TEST
 
+/* fallocate by the owner who is not in the file's group drops
+ * set-group-ID too, not only set-user-ID (setattr_should_drop_sgid;
+ * xfstests generic/683-685); in the group, set-group-ID stays. */
+START_TEST(test_fallocate_drops_setgid_outside_group)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	open_path_to(&m);
+	mnt_start(&m, "allow_other");
+	char fbuf[MNT_FILE_LEN], cmd[1024];
+	const char *f = keep(fbuf, mnt_path(&m, "f"));
+	mnt_make_file(f, 0644, "x\n");
+	MNT_OK(chown(f, 1234, 2345));
+	snprintf(cmd, sizeof(cmd), "fallocate -l 8192 '%s'", f);
+
+	MNT_OK(chmod(f, 06666));
+	ck_assert_int_eq(run_as(&m, 1234, "2345", cmd, NULL), 0);
+	ck_assert_uint_eq(perms_of(f), 02666);
+	MNT_OK(chmod(f, 06666));
+	ck_assert_int_eq(run_as(&m, 1234, "", cmd, NULL), 0);
+	ck_assert_uint_eq(perms_of(f), 0666);
+	mnt_finish(&m);
+}
+END_TEST
+
 int main(void)
 {
 	char buf[4096];
@@ -365,6 +390,7 @@ int main(void)
 	tcase_add_test(tc, test_default_acl_inheritance);
 	tcase_add_test(tc, test_acl_enforced_for_other_users);
 	tcase_add_test(tc, test_setfacl_clears_setgid_outside_group);
+	tcase_add_test(tc, test_fallocate_drops_setgid_outside_group);
 	suite_add_tcase(s, tc);
 	return mnt_run_suite(s);
 }
