@@ -79,6 +79,7 @@ struct ordfs {
 	struct ordfs_mutex orphan_lock;  /* orphan list (orphan.h): sb.orphan_head,
 					 next_orphan, the in-memory links */
 	struct inode *orphan_first;   /* orphan_lock: the list in memory */
+	uint32_t orphan_count;        /* orphan_lock (atomic reads): its length */
 	struct ordfs_mutex rename_lock;  /* directory renames across parents */
 	uint64_t dirty_pages;         /* delayed pages fs-wide (atomic) */
 

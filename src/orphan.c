@@ -66,9 +66,15 @@ int orphan_add(struct ordfs *fs, struct handle *h, struct inode *inode)
 			first->orphan_prev = inode;
 		fs->orphan_first = inode;
 		__atomic_store_n(&inode->on_orphan_list, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&fs->orphan_count, fs->orphan_count + 1, __ATOMIC_RELEASE);
 	}
 	ordfs_mutex_unlock(&fs->orphan_lock);
 	return err;
+}
+
+uint32_t orphan_count(struct ordfs *fs)
+{
+	return __atomic_load_n(&fs->orphan_count, __ATOMIC_ACQUIRE);
 }
 
 int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode)
@@ -94,6 +100,8 @@ int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode)
 				next->orphan_prev = prev;
 			inode->orphan_prev = inode->orphan_next = NULL;
 			__atomic_store_n(&inode->on_orphan_list, false, __ATOMIC_RELEASE);
+			ORDFS_ASSERT_CHEAP(fs->orphan_count > 0);
+			__atomic_store_n(&fs->orphan_count, fs->orphan_count - 1, __ATOMIC_RELEASE);
 		}
 		assert_head_agrees(fs);
 	}
@@ -148,6 +156,7 @@ int orphan_list_load(struct ordfs *fs, struct inode ***out, uint32_t *count)
 			fs->orphan_first = inode;
 		tail = inode;
 		__atomic_store_n(&inode->on_orphan_list, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&fs->orphan_count, fs->orphan_count + 1, __ATOMIC_RELEASE);
 		ino = inode->d.next_orphan;
 	}
 	if (err) {
@@ -157,6 +166,7 @@ int orphan_list_load(struct ordfs *fs, struct inode ***out, uint32_t *count)
 			__atomic_store_n(&held[i]->on_orphan_list, false, __ATOMIC_RELEASE);
 		}
 		fs->orphan_first = NULL;
+		__atomic_store_n(&fs->orphan_count, 0, __ATOMIC_RELEASE);
 	}
 	ordfs_mutex_unlock(&fs->orphan_lock);
 	if (err) {

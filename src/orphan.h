@@ -41,6 +41,9 @@ int orphan_add(struct ordfs *fs, struct handle *h, struct inode *inode);
  * inode_write.  Not on the list: clears them and returns 0. */
 int orphan_remove(struct ordfs *fs, struct handle *h, struct inode *inode);
 
+/* How many inodes are on the list (a snapshot, without the lock). */
+uint32_t orphan_count(struct ordfs *fs);
+
 /* The inode number at the head of the list (0: empty). */
 uint32_t orphan_head(struct ordfs *fs);
 
