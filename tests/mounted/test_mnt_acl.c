@@ -324,19 +324,27 @@ START_TEST(test_acl_enforced_for_other_users)
 }
 END_TEST
 
+/* Mounts m (set up) for other users and makes file "f" owned by uid 1234,
+ * group 2345 (a group uid 1234 is in only when run_as gives it). */
+static const char *start_with_owned_file(struct mnt *m, char fbuf[MNT_FILE_LEN])
+{
+	open_path_to(m);
+	mnt_start(m, "allow_other");
+	const char *f = keep(fbuf, mnt_path(m, "f"));
+	mnt_make_file(f, 0644, "x\n");
+	MNT_OK(chown(f, 1234, 2345));
+	return f;
+}
+
 /* Setting an access ACL as the owner who is not in the file's group (and
  * lacks CAP_FSETID) clears set-group-ID, as on Linux (xfstests
  * generic/375); in the group, the bit stays. */
 START_TEST(test_setfacl_clears_setgid_outside_group)
 {
 	struct mnt m;
-	mnt_setup(&m, "64M");
-	open_path_to(&m);
-	mnt_start(&m, "allow_other");
 	char fbuf[MNT_FILE_LEN], cmd[1024];
-	const char *f = keep(fbuf, mnt_path(&m, "f"));
-	mnt_make_file(f, 0644, "x\n");
-	MNT_OK(chown(f, 1234, 2345));
+	mnt_setup(&m, "64M");
+	const char *f = start_with_owned_file(&m, fbuf);
 	MNT_OK(chmod(f, 02770));
 	snprintf(cmd, sizeof(cmd), "setfacl -m u:1235:rwx '%s'", f);
 
@@ -356,13 +364,9 @@ END_TEST
 START_TEST(test_fallocate_drops_setgid_outside_group)
 {
 	struct mnt m;
-	mnt_setup(&m, "64M");
-	open_path_to(&m);
-	mnt_start(&m, "allow_other");
 	char fbuf[MNT_FILE_LEN], cmd[1024];
-	const char *f = keep(fbuf, mnt_path(&m, "f"));
-	mnt_make_file(f, 0644, "x\n");
-	MNT_OK(chown(f, 1234, 2345));
+	mnt_setup(&m, "64M");
+	const char *f = start_with_owned_file(&m, fbuf);
 	snprintf(cmd, sizeof(cmd), "fallocate -l 8192 '%s'", f);
 
 	MNT_OK(chmod(f, 06666));
