@@ -368,6 +368,12 @@ bool acl_in_group(uint32_t id, uint32_t gid, const uint32_t *groups, uint32_t ng
 	return false;
 }
 
+bool acl_keeps_setgid(const struct ordfs_caller *caller, uint32_t gid)
+{
+	return caller->cap_fsetid ||
+	       acl_in_group(gid, caller->cred.gid, caller->groups, caller->ngroups);
+}
+
 /* A matched named user or group entry: the mask limits it. */
 static int through_mask(const struct acl *acl, uint8_t perm, unsigned want)
 {

@@ -192,6 +192,11 @@ int acl_plan_set(uint8_t ns, uint16_t mode, const void *value, size_t size,
 void acl_plan_release(struct acl_set_plan *p);
 /* in_group_p: is id the caller's gid or one of its groups? */
 bool acl_in_group(uint32_t id, uint32_t gid, const uint32_t *groups, uint32_t ngroups);
+struct ordfs_caller;
+/* in_group_or_capable: may caller keep set-group-ID on a file of group gid
+ * it changes (in that group, or holding CAP_FSETID)?  Linux's rule for
+ * setting an access ACL and for writes (setattr_should_drop_sgid). */
+bool acl_keeps_setgid(const struct ordfs_caller *caller, uint32_t gid);
 
 /* getxattr of an ACL: the stored compact value in Linux form, with
  * getxattr's size rules (0 asks for the length, -ERANGE). */

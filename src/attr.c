@@ -154,9 +154,7 @@ int ordfs_drop_privs(struct ordfs *fs, struct inode *inode, const struct ordfs_c
 	uint16_t mode = inode->d.mode;
 	if (!caller->cap_fsetid) {
 		mode &= (uint16_t)~S_ISUID;
-		if ((mode & S_ISGID) &&
-		    ((mode & S_IXGRP) ||
-		     !acl_in_group(inode->d.gid, caller->cred.gid, caller->groups, caller->ngroups)))
+		if ((mode & S_IXGRP) || !acl_keeps_setgid(caller, inode->d.gid))
 			mode &= (uint16_t)~S_ISGID;
 	}
 	int err = 0;

@@ -50,10 +50,11 @@ bool ordfs_should_retry_alloc(struct ordfs *fs, int err, unsigned *retries)
 	for (unsigned ms = 0; c.pending_free == 0 && orphans > 0 && ms < ORPHAN_WAIT_MS;
 	     ms += 10) {
 		usleep(10 * 1000);
-		if (orphan_count(fs) < orphans)
+		uint32_t now = orphan_count(fs);
+		if (now < orphans) /* a FORGET came: its eviction may be running */
 			inode_wait_evictions(fs);
 		alloc_get_counts(fs->alloc, &c);
-		orphans = orphan_count(fs) < orphans ? orphan_count(fs) : orphans;
+		orphans = now;
 	}
 	if (c.pending_free == 0)
 		return false;

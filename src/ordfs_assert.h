@@ -28,10 +28,8 @@ __attribute__((noreturn, cold)) void ordfs_assert_fail(const char *cond, const c
 
 #ifdef ORDFS_DEBUG_CHECKS
 #define ORDFS_ASSERT(cond) ORDFS_ASSERT_CHEAP(cond)
-#define ORDFS_DEBUG_CHECKS_ON true
 #else
 #define ORDFS_ASSERT(cond) ((void)sizeof(!(cond)))
-#define ORDFS_DEBUG_CHECKS_ON false
 #endif
 
 #endif

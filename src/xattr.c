@@ -596,8 +596,8 @@ static int xattr_acl_change_locked(struct ordfs *fs, struct inode *inode, const 
 		return err;
 	/* posix_acl_update_mode: setting an access ACL clears set-group-ID
 	 * unless the caller is in the file's group or holds CAP_FSETID. */
-	if (value && caller && k->ns == ORDFS_XATTR_NS_POSIX_ACL_ACCESS && !caller->cap_fsetid &&
-	    !acl_in_group(inode->d.gid, caller->cred.gid, caller->groups, caller->ngroups))
+	if (value && caller && k->ns == ORDFS_XATTR_NS_POSIX_ACL_ACCESS &&
+	    !acl_keeps_setgid(caller, inode->d.gid))
 		ap.mode &= (uint16_t)~S_ISGID;
 	struct xchange c = { .key = *k, .remove = ap.remove, .absent_ok = true,
 			     .value = ap.disk, .vlen = ap.disk_len,

@@ -99,12 +99,4 @@ void lock_order_release(const void *lock)
 	abort();
 }
 
-bool lock_order_holds_level(unsigned level)
-{
-	for (unsigned i = 0; i < nheld; i++)
-		if (held[i].level == level)
-			return true;
-	return false;
-}
-
 #endif

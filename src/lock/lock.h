@@ -76,8 +76,6 @@ void ordfs_rwlock_destroy(struct ordfs_rwlock *l);
 #ifdef ORDFS_DEBUG_CHECKS
 void lock_order_acquire(const void *lock, unsigned level, const char *name, bool recursive);
 void lock_order_release(const void *lock);
-/* Does this thread hold a lock of exactly this level? */
-bool lock_order_holds_level(unsigned level);
 #else
 static inline void lock_order_acquire(const void *lock, unsigned level, const char *name,
 				      bool recursive)

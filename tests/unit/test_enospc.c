@@ -107,29 +107,42 @@ static void remove_big(struct test_fs *t, struct inode *root, uint64_t data)
 	ck_assert_uint_eq(c.data_blocks, 0);
 }
 
+/* A fresh image with file "f", filled (fill_image), then "big" removed:
+ * the state every test below starts from, but for its own setup. */
+static uint64_t setup_full_then_unlink(struct test_fs *t, struct inode **root, struct inode **f)
+{
+	tfs_setup(t, 16 << 20, BS, 0);
+	*root = tfs_root(t);
+	*f = make_file(t, *root, "f");
+	uint64_t data = fill_image(t, *root);
+	remove_big(t, *root, data);
+	return data;
+}
+
+static void finish(struct test_fs *t, struct inode *root, struct inode *f)
+{
+	inode_put(t->fs, f);
+	inode_put(t->fs, root);
+	tfs_unmount_and_check(t);
+}
+
 START_TEST(test_fallocate_after_unlink)
 {
 	struct test_fs t;
-	tfs_setup(&t, 16 << 20, BS, 0);
-	struct inode *root = tfs_root(&t), *f = make_file(&t, root, "f");
-	uint64_t data = fill_image(&t, root);
-	remove_big(&t, root, data);
+	struct inode *root, *f;
+	uint64_t data = setup_full_then_unlink(&t, &root, &f);
 	/* Half: the metadata reserve, used up by fill_image, comes first. */
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, 0, 0, data / 2 * BS), 0);
 	ck_assert_uint_eq(f->size, data / 2 * BS);
-	inode_put(t.fs, f);
-	inode_put(t.fs, root);
-	tfs_unmount_and_check(&t);
+	finish(&t, root, f);
 }
 END_TEST
 
 START_TEST(test_write_after_unlink)
 {
 	struct test_fs t;
-	tfs_setup(&t, 16 << 20, BS, 0);
-	struct inode *root = tfs_root(&t), *f = make_file(&t, root, "f");
-	uint64_t data = fill_image(&t, root);
-	remove_big(&t, root, data);
+	struct inode *root, *f;
+	uint64_t data = setup_full_then_unlink(&t, &root, &f);
 	/* Delayed allocation reserves at write(): the first block already
 	 * needs the freed space. */
 	static uint8_t buf[16 * BS];
@@ -141,9 +154,7 @@ START_TEST(test_write_after_unlink)
 		off += len;
 	}
 	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
-	inode_put(t.fs, f);
-	inode_put(t.fs, root);
-	tfs_unmount_and_check(&t);
+	finish(&t, root, f);
 }
 END_TEST
 
@@ -194,18 +205,14 @@ END_TEST
 START_TEST(test_xattr_block_after_unlink)
 {
 	struct test_fs t;
-	tfs_setup(&t, 16 << 20, BS, 0);
-	struct inode *root = tfs_root(&t), *f = make_file(&t, root, "f");
-	uint64_t data = fill_image(&t, root);
-	remove_big(&t, root, data);
+	struct inode *root, *f;
+	setup_full_then_unlink(&t, &root, &f);
 	char value[1000];
 	memset(value, 'q', sizeof(value));
 	ck_assert_uint_eq(f->d.xattr_block, 0);
 	ck_assert_int_eq(ordfs_setxattr(t.fs, f, "user.after", value, sizeof(value), 0), 0);
 	ck_assert_uint_ne(f->d.xattr_block, 0);
-	inode_put(t.fs, f);
-	inode_put(t.fs, root);
-	tfs_unmount_and_check(&t);
+	finish(&t, root, f);
 }
 END_TEST
 
@@ -229,9 +236,7 @@ START_TEST(test_writeback_tree_block_after_unlink)
 	remove_big(&t, root, data);
 	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
 	ck_assert_uint_eq(f->d.blocks, ORDFS_INODE_ROOT_EXTENTS + 2); /* + the tree block */
-	inode_put(t.fs, f);
-	inode_put(t.fs, root);
-	tfs_unmount_and_check(&t);
+	finish(&t, root, f);
 }
 END_TEST
 
@@ -251,9 +256,7 @@ START_TEST(test_really_full_still_enospc)
 	ck_assert_int_eq(ordfs_setxattr(t.fs, f, "user.z", value, sizeof(value), 0), -ENOSPC);
 	journal_get_stats(t.fs->journal, &after);
 	ck_assert_uint_eq(after.commits, before.commits);
-	inode_put(t.fs, f);
-	inode_put(t.fs, root);
-	tfs_unmount_and_check(&t);
+	finish(&t, root, f);
 }
 END_TEST
 
