@@ -21,12 +21,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "format.h"
+#include "format/format.h"
 #include "journal/journal.h"
-#include "flush/guard.h"
-#include "flush/gate.h"
+#include "blockdev/guard.h"
+#include "base/gate.h"
 #include "atime/atime.h"
-#include "stats/latency.h"
+#include "base/latency.h"
 #include "lock/lock.h"
 
 struct blockdev;

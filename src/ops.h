@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "format.h"
+#include "format/format.h"
 
 struct ordfs;
 struct inode;

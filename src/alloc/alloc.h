@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../format.h"
+#include "format/format.h"
 
 struct bcache;
 struct handle;

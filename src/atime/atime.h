@@ -17,7 +17,7 @@
 
 #include <stdbool.h>
 
-#include "../format.h"
+#include "format/format.h"
 
 enum atime_mode {
 	ATIME_RELATIME = 0,

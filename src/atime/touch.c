@@ -22,7 +22,7 @@
 
 #include "atime.h"
 #include "../fs.h"
-#include "../inode.h"
+#include "inode/inode.h"
 #include "../journal/journal.h"
 #include "../lock/lock.h"
 

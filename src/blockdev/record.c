@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "blockdev.h"
-#include "endian_le.h"
+#include "format/endian_le.h"
 #include "../lock/lock.h"
 
 struct undo_entry {

@@ -15,12 +15,12 @@
 
 #include "check.h"
 #include "../fs.h"
-#include "../inode.h"
+#include "inode/inode.h"
 #include "../alloc/alloc.h"
 #include "../blockdev/blockdev.h"
 #include "../dir/dir.h"
 #include "../extent/extent.h"
-#include "../xattr.h"
+#include "xattr/xattr.h"
 
 struct inode_info {
 	uint16_t mode;

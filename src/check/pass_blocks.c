@@ -16,7 +16,7 @@
 #include <dirent.h>
 
 #include "check_internal.h"
-#include "../endian_le.h"
+#include "format/endian_le.h"
 
 static bool test_and_set_block(struct checker *c, uint64_t b)
 {

@@ -31,9 +31,9 @@
 #include <dirent.h>
 
 #include "check_internal.h"
-#include "../endian_le.h"
+#include "format/endian_le.h"
 #include "../fs.h"
-#include "../inode.h"
+#include "inode/inode.h"
 #include "../ops.h"
 #include "../blockdev/blockdev.h"
 #include "../dir/dir.h"

@@ -45,7 +45,7 @@
 #include "fuse_ops.h"
 #include "../stats/stats.h"
 #include "../fs.h"
-#include "../inode.h"
+#include "inode/inode.h"
 #include "../ops.h"
 #include "../ordfs_ioctl.h"
 #include "../blockdev/blockdev.h"

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "fuse_ops.h"
-#include "../log.h"
+#include "base/log.h"
 #include "options.h"
 #include "utab.h"
 #include "mountinfo.h"

@@ -62,7 +62,7 @@
 #include "dir.h"
 #include "dir_internal.h"
 #include "../fs.h"
-#include "../inode.h"
+#include "inode/inode.h"
 #include "../alloc/alloc.h"
 #include "../cache/bcache.h"
 #include "../extent/extent.h"

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../format.h"
+#include "format/format.h"
 
 #define DIR_MAX_LEVEL 8u          /* index levels above the leaves */
 #define DIR_BUCKET_SHIFT 8u

@@ -64,7 +64,7 @@
 
 #include "extent.h"
 #include "../fs.h"
-#include "../inode.h"
+#include "inode/inode.h"
 #include "../alloc/alloc.h"
 #include "../cache/bcache.h"
 #include "../journal/journal.h"

@@ -25,7 +25,7 @@
 
 #include <stdint.h>
 
-#include "../format.h"
+#include "format/format.h"
 
 struct ordfs;
 struct handle;

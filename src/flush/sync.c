@@ -23,13 +23,13 @@
 #include <errno.h>
 
 #include "../fs.h"
-#include "../file.h"
-#include "../inode.h"
+#include "file/file.h"
+#include "inode/inode.h"
 #include "../ops.h"
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
 #include "../atime/atime.h"
-#include "guard.h"
+#include "blockdev/guard.h"
 #include "../lock/lock.h"
 
 static bool is_regular(const struct inode *inode)

@@ -43,8 +43,8 @@
 
 #include "journal_internal.h"
 #include "../blockdev/blockdev.h"
-#include "../log.h"
-#include "../ordfs_assert.h"
+#include "base/log.h"
+#include "base/ordfs_assert.h"
 #include "../lock/lock.h"
 
 /* ---- log geometry ------------------------------------------------------ */

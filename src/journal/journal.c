@@ -20,8 +20,8 @@
 #include <time.h>
 
 #include "journal_internal.h"
-#include "../log.h"
-#include "../ordfs_assert.h"
+#include "base/log.h"
+#include "base/ordfs_assert.h"
 #include "../blockdev/blockdev.h"
 #include "../lock/lock.h"
 

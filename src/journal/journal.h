@@ -59,7 +59,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../format.h"
+#include "format/format.h"
 
 struct blockdev;
 struct bcache;

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 #include "lock.h"
-#include "../log.h"
-#include "../ordfs_assert.h"
+#include "base/log.h"
+#include "base/ordfs_assert.h"
 
 void ordfs_mutex_init(struct ordfs_mutex *m, enum lock_level level, const char *name)
 {

@@ -36,7 +36,7 @@
 #include "mkfs.h"
 #include "../blockdev/blockdev.h"
 #include "../fs.h"
-#include "../inode.h"
+#include "inode/inode.h"
 #include "../ops.h"
 
 #define DEFAULT_BLOCK_SIZE 4096u

@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../format.h"
+#include "format/format.h"
 
 struct blockdev;
 

@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "stats.h"
-#include "latency.h"
+#include "base/latency.h"
 #include "fs.h"
-#include "file.h"
+#include "file/file.h"
 #include "atime/atime.h"
-#include "flush/guard.h"
+#include "blockdev/guard.h"
 #include "journal/journal.h"
 
 void ordfs_options_describe(const struct ordfs_options *o, char *buf, size_t len)

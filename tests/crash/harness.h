@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "fs.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "blockdev/blockdev.h"
 
 #define CRASH_IMG (8u << 20)

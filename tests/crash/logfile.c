@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "endian_le.h"
+#include "format/endian_le.h"
 
 int crash_read_file(const char *path, uint8_t **data, size_t *size)
 {

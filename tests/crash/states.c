@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "format.h"
+#include "format/format.h"
 #include "journal/journal.h"
 
 #define SUBSET_ALL_MAX 12u

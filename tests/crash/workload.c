@@ -18,7 +18,7 @@
 
 #include "harness.h"
 #include "ops.h"
-#include "file.h"
+#include "file/file.h"
 #include "mkfs/mkfs.h"
 
 static const struct ordfs_cred cred = { 0, 0 };

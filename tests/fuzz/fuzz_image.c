@@ -21,10 +21,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "endian_le.h"
-#include "format.h"
+#include "format/endian_le.h"
+#include "format/format.h"
 #include "fs.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "ops.h"
 #include "blockdev/blockdev.h"
 #include "check/check.h"

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "fs.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "ops.h"
 #include "blockdev/blockdev.h"
 #include "cache/bcache.h"

@@ -21,8 +21,8 @@
 #include <sys/xattr.h>
 
 #include "helpers.h"
-#include "acl.h"
-#include "xattr.h"
+#include "xattr/acl.h"
+#include "xattr/xattr.h"
 #include "check/check.h"
 
 #define ACCESS "system.posix_acl_access"

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "file.h"
+#include "file/file.h"
 
 #define BS 4096u
 

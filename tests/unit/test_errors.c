@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "endian_le.h"
-#include "file.h"
-#include "orphan.h"
+#include "format/endian_le.h"
+#include "file/file.h"
+#include "orphan/orphan.h"
 
 #define BS 4096u
 

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "flush/errseq.h"
+#include "base/errseq.h"
 
 START_TEST(test_each_open_file_sees_error_once)
 {

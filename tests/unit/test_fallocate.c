@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "file.h"
+#include "file/file.h"
 #include "extent/extent.h"
 
 #define BS 4096u

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "log.h"
-#include "file.h"
-#include "flush/guard.h"
+#include "base/log.h"
+#include "file/file.h"
+#include "blockdev/guard.h"
 
 #define BS 4096u
 #define IMG (16ull << 20)

@@ -20,7 +20,7 @@
 
 #include "helpers.h"
 #include "blockdev/blockdev.h"
-#include "flush/guard.h"
+#include "blockdev/guard.h"
 #include "mkfs/mkfs.h"
 
 #define BS 4096u

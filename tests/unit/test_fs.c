@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "file.h"
+#include "file/file.h"
 #include "extent/extent.h"
 
 static const struct ordfs_cred root_cred = { 0, 0 };

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "format.h"
+#include "format/format.h"
 #include "blockdev/blockdev.h"
 #include "cache/bcache.h"
 #include "journal/journal.h"

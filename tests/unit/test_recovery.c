@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "format/format.h"
 #include "blockdev/blockdev.h"
 #include "journal/journal.h"
 

@@ -20,7 +20,7 @@
 #include <sys/xattr.h>
 
 #include "helpers.h"
-#include "xattr.h"
+#include "xattr/xattr.h"
 
 static const struct ordfs_cred root_cred = { 0, 0 };
 

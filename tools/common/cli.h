@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "format.h"
+#include "format/format.h"
 
 struct cli {
 	const char *prog;      /* "mkfs.ordfs": the start of every message */

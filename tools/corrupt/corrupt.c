@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 
 #include "corrupt.h"
-#include "endian_le.h"
-#include "format.h"
+#include "format/endian_le.h"
+#include "format/format.h"
 #include "fs.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "ops.h"
 #include "blockdev/blockdev.h"
 #include "extent/extent.h"

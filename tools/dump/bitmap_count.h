@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "format.h"
+#include "format/format.h"
 
 struct blockdev;
 

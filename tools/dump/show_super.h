@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "format.h"
+#include "format/format.h"
 
 /* "Label:" padded to the value column. */
 #define SHOW_LINE_FMT "%-26s"

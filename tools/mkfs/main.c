@@ -41,7 +41,7 @@
 
 #include "blockdev/blockdev.h"
 #include "cli.h"
-#include "format.h"
+#include "format/format.h"
 #include "mkfs/mkfs.h"
 #include "mount_opts.h"
 

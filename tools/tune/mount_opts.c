@@ -10,7 +10,7 @@
 
 #include "mount_opts.h"
 #include "daemon/options.h"
-#include "format.h"
+#include "format/format.h"
 
 #define MAX_OPTS (MOUNT_OPTS_WORK_LEN / 2u) /* "a,a,a...": at most this many */
 

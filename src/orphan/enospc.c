@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "fs.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "orphan.h"
 #include "alloc/alloc.h"
 #include "journal/journal.h"

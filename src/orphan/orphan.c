@@ -5,9 +5,9 @@
 #include <stdlib.h>
 
 #include "fs.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "orphan.h"
-#include "ordfs_assert.h"
+#include "base/ordfs_assert.h"
 #include "lock/lock.h"
 
 static int set_orphan_head(struct ordfs *fs, struct handle *h, uint32_t ino)

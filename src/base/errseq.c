@@ -3,7 +3,7 @@
  * errno, bit 12 "seen", bits 13..31 a counter of distinct errors.
  */
 #include "errseq.h"
-#include "../lock/lock.h"
+#include "lock/lock.h"
 
 #define ERRSEQ_ERRNO_MASK 0xfffu
 #define ERRSEQ_SEEN (1u << 12)

@@ -27,9 +27,9 @@
 #include <sys/stat.h>
 
 #include "acl.h"
-#include "endian_le.h"
+#include "format/endian_le.h"
 #include "fs.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "ops.h"
 #include "xattr.h"
 #include "lock/lock.h"

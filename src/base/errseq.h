@@ -17,7 +17,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include "../lock/lock.h"
+#include "lock/lock.h"
 
 typedef uint32_t errseq_t;
 

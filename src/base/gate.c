@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "gate.h"
-#include "../lock/lock.h"
+#include "lock/lock.h"
 
 void sync_gate_init(struct sync_gate *g)
 {

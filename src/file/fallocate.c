@@ -54,7 +54,7 @@
 
 #include "fs.h"
 #include "file.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
 #include "extent/extent.h"

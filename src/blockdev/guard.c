@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "guard.h"
-#include "../log.h"
-#include "../blockdev/blockdev.h"
-#include "../lock/lock.h"
+#include "base/log.h"
+#include "blockdev.h"
+#include "lock/lock.h"
 
 #define DEFAULT_RETAIN_LIMIT (64ull << 20)
 

@@ -17,7 +17,7 @@
 #define ORDFS_FLUSH_GATE_H
 #include <pthread.h>
 #include <stdint.h>
-#include "../lock/lock.h"
+#include "lock/lock.h"
 
 struct sync_gate {
 	struct ordfs_mutex lock;

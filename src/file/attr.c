@@ -16,10 +16,10 @@
 
 #include "fs.h"
 #include "file.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "ops.h"
-#include "acl.h"
-#include "xattr.h"
+#include "xattr/acl.h"
+#include "xattr/xattr.h"
 #include "alloc/alloc.h"
 #include "journal/journal.h"
 #include "lock/lock.h"

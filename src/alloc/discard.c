@@ -19,9 +19,9 @@
 #include <syslog.h>
 
 #include "fs.h"
-#include "log.h"
+#include "base/log.h"
 #include "ops.h"
-#include "alloc/alloc.h"
+#include "alloc.h"
 #include "blockdev/blockdev.h"
 
 #define TRIM_RUN_BLOCKS 8192u /* claimed at a time, so writers are never kept waiting long */

@@ -33,8 +33,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "format.h"
-#include "flush/errseq.h"
+#include "format/format.h"
+#include "base/errseq.h"
 #include "lock/lock.h"
 
 struct ordfs;

@@ -60,7 +60,7 @@
 #include "xattr.h"
 #include "acl.h"
 #include "fs.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
 #include "cache/bcache.h"

@@ -21,11 +21,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../fs.h"
-#include "../log.h"
-#include "../blockdev/blockdev.h"
-#include "../journal/journal.h"
-#include "../lock/lock.h"
+#include "fs.h"
+#include "base/log.h"
+#include "blockdev/blockdev.h"
+#include "journal/journal.h"
+#include "lock/lock.h"
 
 int ordfs_writable(struct ordfs *fs)
 {

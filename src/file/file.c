@@ -53,7 +53,7 @@
 
 #include "fs.h"
 #include "file.h"
-#include "inode.h"
+#include "inode/inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
 #include "atime/atime.h"

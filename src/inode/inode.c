@@ -18,12 +18,12 @@
 
 #include "fs.h"
 #include "inode.h"
-#include "file.h"
+#include "file/file.h"
 #include "alloc/alloc.h"
 #include "cache/bcache.h"
 #include "extent/extent.h"
 #include "journal/journal.h"
-#include "ordfs_assert.h"
+#include "base/ordfs_assert.h"
 #include "lock/lock.h"
 
 #define ICACHE_SLOTS 4096u

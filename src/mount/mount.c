@@ -24,12 +24,12 @@
 
 #include "fs.h"
 #include "ops.h"
-#include "file.h"
-#include "inode.h"
+#include "file/file.h"
+#include "inode/inode.h"
 #include "alloc/alloc.h"
 #include "blockdev/blockdev.h"
 #include "cache/bcache.h"
-#include "log.h"
+#include "base/log.h"
 #include "lock/lock.h"
 
 #define DEFAULT_CACHE_BUFFERS 8192u
