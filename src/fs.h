@@ -28,6 +28,7 @@
 #include "atime/atime.h"
 #include "base/latency.h"
 #include "lock/lock.h"
+#include "super/super.h"
 
 struct blockdev;
 struct bcache;
@@ -102,10 +103,6 @@ struct ordfs {
 	uint32_t io_errors_logged;    /* flush_error=report logs the first few */
 };
 
-/* Asks the writeback thread to start writing back early (cheap when it
- * already was asked). */
-void ordfs_kick_writeback(struct ordfs *fs);
-
 /* Mounts the image on bd (not owned).  On failure returns a negative errno
  * and a one-line reason in *why; nothing has been written. */
 int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct ordfs **out,
@@ -114,49 +111,5 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
  * frees fs.  Returns the first error (fs is freed either way). */
 int ordfs_unmount(struct ordfs *fs);
 
-/* Reads and validates the primary superblock (or the backup if use_backup). */
-int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *sb,
-		     const char **why);
-/* Writes the superblock to block 0 (and, with backup, to the last block).
- * Only while the journal is closed. */
-int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool backup);
-
-/* fsck, after a clean check of an image whose log is empty: clears the
- * superblock's ERROR state and the journal's recorded errno.  *cleared
- * tells whether there was anything to clear. */
-int ordfs_clear_error_state(struct blockdev *bd, bool *cleared);
-
-/* Writes the in-memory superblock into block 0 under h.  sb_lock held. */
-int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h);
-
-/* Run-time errors (flush/policy.c).  ordfs_error_corruption: a checksum or
- * structure check failed while mounted; applies errors= (continue: record
- * it in the superblock; remount-ro: abort the journal and record it;
- * abort: stop).  Returns err for the caller to pass on. */
-int ordfs_error_corruption(struct ordfs *fs, int err, const char *what);
-/* The one door for errors found while mounted, from any layer (the FUSE
- * glue, background writeback, eviction, fsck's repair mount): -EUCLEAN
- * (a damaged structure) goes to ordfs_error_corruption, with `what` in
- * its log line; anything else passes through.  Returns err. */
-int ordfs_report_error(struct ordfs *fs, int err, const char *what);
-/* The journal aborted on an error of its own rules (a transaction that
- * cannot be committed): errors= applies as for corruption. */
-void ordfs_error_internal(struct ordfs *fs, int err);
-/* Marks the superblock ERROR with err (journaled while the journal runs,
- * directly plus the journal superblock's errno once it has aborted), so
- * the next read-write mount asks for fsck.  Best effort; idempotent. */
-void ordfs_record_error(struct ordfs *fs, int err);
-/* 0 if the filesystem takes modifications, else -EROFS. */
-int ordfs_writable(struct ordfs *fs);
-
-/* After an allocation failed with err (enospc.c): true if it is worth
- * trying the whole operation again, because blocks freed by uncommitted
- * transactions (or by an eviction under way) have now been committed.
- * *retries counts the tries of one operation (start at 0).  Never true
- * for another error, or while this thread holds a handle [J8]. */
-bool ordfs_should_retry_alloc(struct ordfs *fs, int err, unsigned *retries);
-
-/* Current time as an on-disk timestamp. */
-struct ordfs_timespec ordfs_now(void);
 
 #endif

@@ -53,6 +53,10 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "writeback/writeback.h"
+#include "orphan/orphan.h"
+#include "inode/pages.h"
+#include "orphan/enospc.h"
 #include "file.h"
 #include "inode/inode.h"
 #include "ops.h"
@@ -78,7 +82,7 @@ static int pages_load(struct space *sp)
 {
 	free(sp->pages);
 	sp->pages = NULL;
-	return file_page_blocks(sp->inode, &sp->pages, &sp->npages);
+	return pages_blocks(sp->inode, &sp->pages, &sp->npages);
 }
 
 /* Index of the first page at or after lblk (npages if none). */
@@ -302,9 +306,9 @@ static int punch_hole(struct space *sp, uint64_t off, uint64_t end)
 	whole_blocks(sp->fs->block_size, off, end, &first, &last);
 	int err = zero_edges(sp, off, end);
 	if (!err && first < last)
-		err = file_drop_pages(sp->fs, sp->inode, first, last);
+		err = pages_drop_range(sp->fs, sp->inode, first, last);
 	if (!err && first < last)
-		err = ordfs_unmap_range(sp->fs, sp->inode, first, last - first);
+		err = unmap_range(sp->fs, sp->inode, first, last - first);
 	return err;
 }
 
@@ -319,9 +323,9 @@ static int zero_range(struct space *sp, uint64_t off, uint64_t end)
 	if (!err)
 		err = zero_edges(sp, off, end);
 	if (!err && first < last)
-		err = file_drop_pages(sp->fs, sp->inode, first, last);
+		err = pages_drop_range(sp->fs, sp->inode, first, last);
 	if (!err && first < last)
-		err = file_set_extent_flags(sp->fs, sp->inode, first, last - first,
+		err = writeback_set_extent_flags(sp->fs, sp->inode, first, last - first,
 					    ORDFS_EXT_UNWRITTEN, 0, false);
 	if (!err)
 		err = pages_load(sp);
@@ -361,7 +365,7 @@ static int fallocate_finish(struct ordfs *fs, struct inode *inode, uint64_t new_
 {
 	if (new_size > inode->size) {
 		inode->size = new_size;
-		if (!file_has_dirty(inode)) /* else d.size follows at writeback */
+		if (!pages_has_dirty(inode)) /* else d.size follows at writeback */
 			inode->d.size = new_size;
 	}
 	struct handle *h;

@@ -22,8 +22,9 @@
  */
 #include <errno.h>
 
-#include "../fs.h"
-#include "file/file.h"
+#include "fs.h"
+#include "writeback/writeback.h"
+#include "inode/pages.h"
 #include "inode/inode.h"
 #include "../ops.h"
 #include "../blockdev/blockdev.h"
@@ -77,10 +78,10 @@ static int fsync_timed(struct ordfs *fs, struct inode *inode, bool datasync)
 
 	ordfs_rwlock_wrlock(&inode->lock);
 	int err = 0;
-	if (is_regular(inode) && file_has_dirty(inode) && journal_aborted(fs->journal))
+	if (is_regular(inode) && pages_has_dirty(inode) && journal_aborted(fs->journal))
 		err = -EIO; /* those pages can never be written now */
 	else if (is_regular(inode))
-		err = file_writeback_locked(fs, inode, true); /* takes a lazy atime along */
+		err = writeback_file_locked(fs, inode, true); /* takes a lazy atime along */
 	else
 		err = atime_write_pending(fs, inode);
 	uint64_t tid = datasync ? inode->datasync_tid : inode->sync_tid;
@@ -101,7 +102,7 @@ int ordfs_sync(struct ordfs *fs)
 {
 	if (!fs->journal)
 		return 0;
-	int err = file_writeback_all(fs, true);
+	int err = writeback_all(fs, true);
 	int aerr = atime_write_lazy(fs, true);
 	if (!err)
 		err = aerr;

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "endian_le.h"
+#include "base/time.h"
 
 /* ---- global constants ------------------------------------------------- */
 
@@ -291,11 +292,6 @@ struct ordfs_extent {
 #define ORDFS_INODE_FAST_SYMLINK 0x1u /* target stored in data[] */
 #define ORDFS_INODE_ORPHAN 0x2u       /* on the orphan list */
 #define ORDFS_INODE_FLAGS_KNOWN (ORDFS_INODE_FAST_SYMLINK | ORDFS_INODE_ORPHAN)
-
-struct ordfs_timespec {
-	int64_t sec;
-	uint32_t nsec;
-};
 
 struct ordfs_inode {
 	uint16_t mode;

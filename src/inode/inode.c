@@ -7,7 +7,9 @@
  *  - ic->lock guards the hash table and reference counts only; it is never
  *    held across I/O.
  *  - An inode whose last reference goes away is dropped from memory unless
- *    it still has data waiting for writeback (file.c keeps it then).
+ *    it still has data waiting for writeback (its pages keep it then).
+ *  - The last reference to an unlinked inode frees it on disk through the
+ *    eviction hook the cache was created with (orphan_evict).
  *  - An all-zero slot or a slot with mode 0 is a free inode (-ENOENT).
  */
 #include <errno.h>
@@ -18,10 +20,9 @@
 
 #include "fs.h"
 #include "inode.h"
-#include "file/file.h"
+#include "pages.h"
 #include "alloc/alloc.h"
 #include "cache/bcache.h"
-#include "extent/extent.h"
 #include "journal/journal.h"
 #include "base/ordfs_assert.h"
 #include "lock/lock.h"
@@ -30,6 +31,7 @@
 
 struct inode_cache {
 	struct ordfs *fs;
+	inode_evict_fn evict;        /* frees an unlinked inode on disk */
 	struct ordfs_mutex lock;
 	struct inode *table[ICACHE_SLOTS];
 	uint64_t count;
@@ -40,12 +42,13 @@ struct inode_cache {
 /* Set while this thread runs an eviction (it must not wait for itself). */
 static __thread bool evicting_here;
 
-int inode_cache_create(struct ordfs *fs, struct inode_cache **out)
+int inode_cache_create(struct ordfs *fs, inode_evict_fn evict, struct inode_cache **out)
 {
 	struct inode_cache *ic = calloc(1, sizeof(*ic));
 	if (!ic)
 		return -ENOMEM;
 	ic->fs = fs;
+	ic->evict = evict;
 	ordfs_mutex_init(&ic->lock, LOCK_ICACHE, "inode cache lock");
 	pthread_cond_init(&ic->evictions_done, NULL);
 	*out = ic;
@@ -54,7 +57,7 @@ int inode_cache_create(struct ordfs *fs, struct inode_cache **out)
 
 static void inode_free(struct inode *inode)
 {
-	file_pages_destroy(inode);
+	pages_destroy(inode);
 	ordfs_mutex_destroy(&inode->raw_lock);
 	errseq_destroy(&inode->wb_err);
 	ordfs_rwlock_destroy(&inode->lock);
@@ -199,7 +202,7 @@ static void evict(struct ordfs *fs, struct inode *inode)
 	struct inode_cache *ic = fs->icache;
 	bool outer = !evicting_here;
 	evicting_here = true;
-	ordfs_inode_evict(fs, inode);
+	ic->evict(fs, inode);
 	evicting_here = !outer;
 	ordfs_mutex_lock(&ic->lock);
 	ORDFS_ASSERT_CHEAP(ic->evictions_running > 0);
@@ -239,7 +242,7 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 	 * until it is written; an unlinked one's is thrown away by its
 	 * eviction. */
 	if (--inode->refs > 0 ||
-	    ((file_has_dirty(inode) || __atomic_load_n(&inode->atime_dirty, __ATOMIC_RELAXED)) &&
+	    ((pages_has_dirty(inode) || __atomic_load_n(&inode->atime_dirty, __ATOMIC_RELAXED)) &&
 	     inode->d.links > 0)) {
 		ordfs_mutex_unlock(&ic->lock);
 		return;
@@ -412,7 +415,7 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mod
 	fresh->d.atime = fresh->d.mtime = fresh->d.ctime = fresh->d.crtime = now;
 	if (getrandom(&fresh->d.generation, sizeof(fresh->d.generation), GRND_NONBLOCK) < 0)
 		fresh->d.generation = (uint32_t)now.nsec ^ ino;
-	extent_tree_init(fresh);
+	ordfs_extent_root_init(fresh->d.data);
 
 	err = inode_write(fs, h, fresh, INODE_WRITE_DATASYNC);
 	if (err) {

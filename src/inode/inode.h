@@ -69,7 +69,12 @@ struct inode {
 	struct inode *hash_next;
 };
 
-int inode_cache_create(struct ordfs *fs, struct inode_cache **out);
+/* Frees an unlinked inode on disk when its last reference goes (the
+ * orphan layer's orphan_evict; the mount gives it, so the cache never
+ * calls up into the layers that free blocks). */
+typedef void (*inode_evict_fn)(struct ordfs *fs, struct inode *inode);
+
+int inode_cache_create(struct ordfs *fs, inode_evict_fn evict, struct inode_cache **out);
 /* Frees every cached inode; none may be referenced. */
 void inode_cache_destroy(struct inode_cache *ic);
 

@@ -548,6 +548,12 @@ void journal_abort(struct journal *j, int err)
 	abort_journal(j, err, false);
 }
 
+int journal_abort_half_done(struct journal *j, int err)
+{
+	abort_journal(j, err, false);
+	return err;
+}
+
 void journal_abort_internal(struct journal *j, int err)
 {
 	abort_journal(j, err, true);

@@ -189,6 +189,10 @@ int journal_flush_all(struct journal *j);
  * and nothing more is committed.  Idempotent; cfg.aborted runs on the
  * first call. */
 void journal_abort(struct journal *j, int err);
+/* A change inside a handle failed after earlier changes of the same
+ * handle: aborts the journal, so half an operation never commits.
+ * Returns err. */
+int journal_abort_half_done(struct journal *j, int err);
 /* Writes the journal superblock again with the abort errno in it, so the
  * next mount (after replay) knows the filesystem stopped on an error.
  * Best effort: the device may be what failed. */

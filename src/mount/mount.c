@@ -24,7 +24,9 @@
 
 #include "fs.h"
 #include "ops.h"
-#include "file/file.h"
+#include "orphan/orphan.h"
+#include "writeback/writeback.h"
+#include "atime/atime.h"
 #include "inode/inode.h"
 #include "alloc/alloc.h"
 #include "blockdev/blockdev.h"
@@ -42,188 +44,6 @@ void ordfs_options_default(struct ordfs_options *opts)
 	opts->barrier = true;
 	opts->flush_error = FLUSH_ERROR_REPORT;
 	opts->journal_ioprio = JOURNAL_IOPRIO_DEFAULT;
-}
-
-int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h)
-{
-	struct buf *b;
-	int err = bcache_read(fs->cache, 0, &b);
-	if (err)
-		return err;
-	err = journal_get_write_access(h, b, 0);
-	if (!err)
-		ordfs_super_encode(&fs->sb, b->data);
-	bcache_put(fs->cache, b);
-	return err;
-}
-
-struct ordfs_timespec ordfs_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct ordfs_timespec t = { ts.tv_sec, (uint32_t)ts.tv_nsec };
-	return t;
-}
-
-int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *sb,
-		     const char **why)
-{
-	uint8_t raw[ORDFS_SB_SIZE];
-	int err;
-
-	if (bd->size < ORDFS_SB_SIZE) {
-		*why = "image too small to hold a superblock";
-		return -EINVAL;
-	}
-	err = blockdev_read(bd, raw, sizeof(raw), 0);
-	if (err) {
-		*why = "cannot read the superblock";
-		return err;
-	}
-	if (use_backup) {
-		struct ordfs_super primary;
-		const char *ignored;
-		/* The backup lives in the last block; its position comes from the
-		 * primary's geometry if that decodes, else from the image size
-		 * for each possible block size. */
-		if (ordfs_super_decode(raw, &primary, &ignored) == 0) {
-			uint64_t off = (primary.block_count - 1) << primary.log_block_size;
-			err = blockdev_read(bd, raw, sizeof(raw), off);
-		} else {
-			err = -EUCLEAN;
-			for (uint32_t lg = ORDFS_MIN_BLOCK_LOG; lg <= ORDFS_MAX_BLOCK_LOG; lg++) {
-				uint64_t bs = 1ull << lg;
-				if (bd->size < 2 * bs)
-					break;
-				uint64_t off = (bd->size / bs - 1) * bs;
-				if (blockdev_read(bd, raw, sizeof(raw), off) == 0 &&
-				    ordfs_super_decode(raw, sb, &ignored) == 0 &&
-				    sb->log_block_size == lg) {
-					err = 0;
-					break;
-				}
-			}
-			if (err) {
-				*why = "no valid backup superblock found";
-				return err;
-			}
-		}
-		if (err) {
-			*why = "cannot read the backup superblock";
-			return err;
-		}
-	}
-	err = ordfs_super_decode(raw, sb, why);
-	if (err)
-		return err;
-	if (bd->size / ordfs_block_size(sb) < sb->block_count) {
-		*why = "image is smaller than the filesystem it holds (truncated?)";
-		return -EUCLEAN;
-	}
-	return 0;
-}
-
-int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool backup)
-{
-	uint32_t bs = ordfs_block_size(sb);
-	uint8_t *blk = calloc(1, bs);
-	if (!blk)
-		return -ENOMEM;
-	ordfs_super_encode(sb, blk);
-	/* Block 0 holds only the superblock; the rest of it stays zero. */
-	int err = blockdev_write(bd, blk, bs, 0);
-	if (!err && backup)
-		err = blockdev_write(bd, blk, bs, (sb->block_count - 1) * bs);
-	free(blk);
-	return err;
-}
-
-int ordfs_clear_error_state(struct blockdev *bd, bool *cleared)
-{
-	struct ordfs_super sb;
-	const char *why;
-	bool jcleared = false;
-	*cleared = false;
-	int err = ordfs_read_super(bd, false, &sb, &why);
-	if (!err && journal_needs_recovery(bd, &sb) == 0)
-		err = journal_clear_error(bd, &sb, &jcleared);
-	if (!err && (sb.state & ORDFS_STATE_ERROR)) {
-		sb.state &= ~ORDFS_STATE_ERROR;
-		err = ordfs_write_super(bd, &sb, false);
-		if (!err)
-			err = blockdev_flush(bd);
-		*cleared = !err;
-	}
-	*cleared = *cleared || jcleared;
-	return err;
-}
-
-/* Writes back delayed data every commit interval, so data written without
- * fsync reaches the image within about two intervals (ext3's ordered mode
- * behaviour; ext4 waits up to 30 s); in between, when kicked (a writer
- * went past file_background_pages), writes back early in slices. */
-static void *writeback_main(void *arg)
-{
-	struct ordfs *fs = arg;
-	ordfs_mutex_lock(&fs->writeback_lock);
-	struct timespec next; /* the next full pass: kicks do not postpone it */
-	clock_gettime(CLOCK_REALTIME, &next);
-	while (!fs->writeback_stop) {
-		uint64_t ns = (uint64_t)next.tv_nsec +
-			      (uint64_t)(fs->opts.commit_interval_ms % 1000) * 1000000u;
-		next.tv_sec += fs->opts.commit_interval_ms / 1000 + (time_t)(ns / 1000000000u);
-		next.tv_nsec = (long)(ns % 1000000000u);
-		int timed_out = 0;
-		while (!fs->writeback_stop && !timed_out) {
-			if (fs->writeback_kicked) {
-				/* A writer went past the background threshold. */
-				ordfs_mutex_unlock(&fs->writeback_lock);
-				/* Errors stay with the pages (and go to errseq). */
-				ordfs_report_error(fs, file_writeback_early(fs),
-						   "background writeback");
-				ordfs_mutex_lock(&fs->writeback_lock);
-				__atomic_store_n(&fs->writeback_kicked, false, __ATOMIC_RELAXED);
-				continue;
-			}
-			timed_out = ordfs_cond_timedwait(&fs->writeback_cond, &fs->writeback_lock,
-							   &next) == ETIMEDOUT;
-		}
-		if (fs->writeback_stop)
-			break;
-		ordfs_mutex_unlock(&fs->writeback_lock);
-		/* Errors stay with the pages (and go to errseq). */
-		ordfs_report_error(fs, file_writeback_periodic(fs), "background writeback");
-		ordfs_report_error(fs, atime_write_lazy(fs, false), /* lazytime: a day old */
-				   "writing lazy access times");
-		ordfs_mutex_lock(&fs->writeback_lock);
-		clock_gettime(CLOCK_REALTIME, &next);
-	}
-	ordfs_mutex_unlock(&fs->writeback_lock);
-	return NULL;
-}
-
-void ordfs_kick_writeback(struct ordfs *fs)
-{
-	if (!fs->writeback_started || __atomic_load_n(&fs->writeback_kicked, __ATOMIC_RELAXED))
-		return;
-	ordfs_mutex_lock(&fs->writeback_lock);
-	if (!fs->writeback_kicked) {
-		__atomic_store_n(&fs->writeback_kicked, true, __ATOMIC_RELAXED);
-		pthread_cond_broadcast(&fs->writeback_cond);
-	}
-	ordfs_mutex_unlock(&fs->writeback_lock);
-}
-
-static void writeback_thread_stop(struct ordfs *fs)
-{
-	if (!fs->writeback_started)
-		return;
-	ordfs_mutex_lock(&fs->writeback_lock);
-	fs->writeback_stop = true;
-	pthread_cond_broadcast(&fs->writeback_cond);
-	ordfs_mutex_unlock(&fs->writeback_lock);
-	pthread_join(fs->writeback_thread, NULL);
-	fs->writeback_started = false;
 }
 
 static void fs_free(struct ordfs *fs)
@@ -405,7 +225,7 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 			    opts->cache_buffers ? opts->cache_buffers : DEFAULT_CACHE_BUFFERS,
 			    &fs->cache);
 	if (!err)
-		err = inode_cache_create(fs, &fs->icache);
+		err = inode_cache_create(fs, orphan_evict, &fs->icache);
 	if (err) {
 		reason = "out of memory";
 		goto fail;
@@ -450,14 +270,12 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 			reason = "cannot open the journal";
 			goto fail;
 		}
-		err = ordfs_process_orphans(fs);
+		err = orphan_process_list(fs);
 		if (err) {
 			reason = "cannot free the inodes on the orphan list (run fsck.ordfs)";
 			goto fail_journal;
 		}
-		if (opts->commit_interval_ms &&
-		    pthread_create(&fs->writeback_thread, NULL, writeback_main, fs) == 0)
-			fs->writeback_started = true;
+		writeback_thread_start(fs);
 	}
 	*out = fs;
 	return 0;
@@ -499,7 +317,7 @@ int ordfs_unmount(struct ordfs *fs)
 	if (fs->journal) {
 		err = inode_evict_unlinked(fs);
 		if (!err)
-			err = file_writeback_all(fs, false);
+			err = writeback_all(fs, false);
 		if (!err)
 			err = atime_write_lazy(fs, true);
 		int jerr = journal_close(fs->journal);

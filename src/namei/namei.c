@@ -29,6 +29,9 @@
 #include <linux/fs.h>
 
 #include "fs.h"
+#include "writeback/writeback.h"
+#include "inode/pages.h"
+#include "orphan/enospc.h"
 #include "atime/atime.h"
 #include "file/file.h"
 #include "inode/inode.h"
@@ -63,122 +66,9 @@ static bool is_dir(const struct inode *inode)
 	return S_ISDIR(inode->d.mode);
 }
 
-/* A change inside a handle failed after earlier changes: never commit a
- * half operation. */
-static int abort_half_done(struct ordfs *fs, int err)
-{
-	journal_abort(fs->journal, err);
-	return err;
-}
-
 static void touch_dir(struct inode *dir)
 {
 	dir->d.mtime = dir->d.ctime = ordfs_now();
-}
-
-/* ---- the orphan list's users: truncate, eviction, mount ----------------- */
-
-/* Truncates that free blocks in several handles keep the inode on the
- * orphan list from the handle that lowers the size to the last one, so a
- * crash in between is finished by the next mount (ordfs_process_orphans).
- * An unlinked inode is on the list already and stays there. */
-int ordfs_truncate_begin(struct ordfs *fs, struct handle *h, struct inode *inode)
-{
-	if (inode->d.flags & ORDFS_INODE_ORPHAN)
-		return inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
-	return orphan_add(fs, h, inode);
-}
-
-int ordfs_truncate_end(struct ordfs *fs, struct inode *inode)
-{
-	if (inode->d.links == 0 || !(inode->d.flags & ORDFS_INODE_ORPHAN))
-		return 0;
-	struct handle *h;
-	int err = journal_start(fs->journal, 4, &h);
-	if (err)
-		return err;
-	err = orphan_remove(fs, h, inode);
-	if (!err)
-		err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
-	int serr = journal_stop(h);
-	return err ? err : serr;
-}
-
-void ordfs_inode_evict(struct ordfs *fs, struct inode *inode)
-{
-	ordfs_rwlock_wrlock(&inode->lock);
-	int err = 0;
-	if (S_ISREG(inode->d.mode))
-		err = ordfs_truncate_locked(fs, inode, 0);
-	else if (!(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
-		err = ordfs_unmap_from(fs, inode, 0); /* directory, long symlink: metadata */
-	if (!err) {
-		struct handle *h;
-		err = journal_start(fs->journal, 8 + xattr_credits(fs), &h);
-		if (!err) {
-			err = xattr_free_block_locked(fs, h, inode);
-			if (err && err != -EUCLEAN)
-				abort_half_done(fs, err);
-			else if (err == -EUCLEAN)
-				err = 0; /* not this inode's block: leave it to fsck */
-			if (!err)
-				err = orphan_remove(fs, h, inode);
-			if (!err) {
-				/* Zero the slot before freeing the number: once the
-				 * number is free a create may take it and write the
-				 * same slot, which our write must never follow. */
-				uint32_t gen = inode->d.generation;
-				memset(&inode->d, 0, sizeof(inode->d));
-				inode->d.generation = gen + 1;
-				err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
-			}
-			if (!err)
-				err = alloc_free_inode(fs->alloc, h, inode->ino);
-			int serr = journal_stop(h);
-			if (!err)
-				err = serr;
-		}
-	}
-	ordfs_rwlock_unlock(&inode->lock);
-	if (err && err != -EROFS) {
-		/* The inode stays on the orphan list for the next mount. */
-		ordfs_log(LOG_ERR, "could not free unlinked inode %u (%s): it stays on the "
-			  "orphan list until the next mount", inode->ino, strerror(-err));
-		ordfs_report_error(fs, err, "freeing an unlinked inode");
-	}
-}
-
-int ordfs_process_orphans(struct ordfs *fs)
-{
-	struct inode **held;
-	uint32_t n;
-	int err = orphan_list_load(fs, &held, &n);
-	if (err)
-		return err;
-	for (uint32_t i = 0; i < n; i++) {
-		struct inode *inode = held[i];
-		if (err) {
-			inode_put_flags(fs, inode, INODE_PUT_NO_EVICT);
-			continue;
-		}
-		if (inode->d.links > 0) {
-			/* A truncate interrupted by the crash: d.size is already
-			 * the new size; free what lies past it, then take the
-			 * inode off the list. */
-			ordfs_rwlock_wrlock(&inode->lock);
-			err = ordfs_unmap_from(fs, inode,
-					       (inode->d.size + fs->block_size - 1) / fs->block_size);
-			if (!err)
-				err = ordfs_truncate_end(fs, inode);
-			ordfs_rwlock_unlock(&inode->lock);
-		}
-		uint32_t ino = inode->ino;
-		inode_put(fs, inode); /* links == 0: evicts */
-		if (!err && orphan_head(fs) == ino)
-			err = -EUCLEAN; /* eviction failed to make progress */
-	}
-	free(held);
-	return err;
 }
 
 /* ---- lookup and create ---------------------------------------------------- */
@@ -375,12 +265,12 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 		err = store_symlink_target(fs, h, child, ni->target);
 		reserved = 0; /* consumed (or the journal is aborted below) */
 		if (err)
-			abort_half_done(fs, err);
+			journal_abort_half_done(fs->journal, err);
 	}
 	if (!err && nacls) {
 		err = xattr_init_new_locked(fs, h, child, acls, nacls);
 		if (err)
-			abort_half_done(fs, err); /* the name is in the directory */
+			journal_abort_half_done(fs->journal, err); /* the name is in the directory */
 		else
 			reserved--; /* used up (a symlink never inherits ACLs) */
 	}
@@ -388,7 +278,7 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 	if (err) {
 		/* Nothing points at the new inode: give it back. */
 		if (child->d.blocks) {
-			abort_half_done(fs, err);
+			journal_abort_half_done(fs->journal, err);
 		} else {
 			int ferr = alloc_free_inode(fs->alloc, h, child->ino);
 			child->d.links = 0;
@@ -396,7 +286,7 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 			if (!ferr)
 				ferr = inode_write(fs, h, child, INODE_WRITE_DATASYNC);
 			if (ferr)
-				abort_half_done(fs, ferr);
+				journal_abort_half_done(fs->journal, ferr);
 		}
 		goto out_stop;
 	}
@@ -408,7 +298,7 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 		err = inode_write(fs, h, dir, INODE_WRITE_DATASYNC);
 	}
 	if (err)
-		abort_half_done(fs, err);
+		journal_abort_half_done(fs->journal, err);
 out_stop:;
 	int serr = journal_stop(h);
 	if (!err)
@@ -620,7 +510,7 @@ static int link_once(struct ordfs *fs, struct inode *inode, struct inode *newdir
 				if (!err)
 					err = inode_write(fs, h, newdir, INODE_WRITE_DATASYNC);
 				if (err)
-					abort_half_done(fs, err);
+					journal_abort_half_done(fs->journal, err);
 			}
 			int serr = journal_stop(h);
 			if (!err)
@@ -698,7 +588,7 @@ static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, 
 		if (!err)
 			err = inode_write(fs, h, dir, INODE_WRITE_DATASYNC);
 		if (err)
-			abort_half_done(fs, err);
+			journal_abort_half_done(fs->journal, err);
 	}
 	int serr = journal_stop(h);
 	if (!err)
@@ -818,7 +708,7 @@ static int rename_apply(struct ordfs *fs, struct handle *h, struct rename_ctx *r
 	if (!err)
 		err = write_rename_dirs(fs, h, rc);
 	if (err)
-		abort_half_done(fs, err);
+		journal_abort_half_done(fs->journal, err);
 	return err;
 }
 
@@ -870,7 +760,7 @@ static int exchange_apply(struct ordfs *fs, struct handle *h, struct rename_ctx 
 	if (!err)
 		err = write_rename_dirs(fs, h, rc);
 	if (err)
-		abort_half_done(fs, err);
+		journal_abort_half_done(fs->journal, err);
 	return err;
 }
 
@@ -938,12 +828,12 @@ static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldna
 		goto out;
 
 	lock_pair(rc.src, rc.dst);
-	if (rc.dst && S_ISREG(rc.src->d.mode) && file_has_dirty(rc.src)) {
+	if (rc.dst && S_ISREG(rc.src->d.mode) && pages_has_dirty(rc.src)) {
 		/* auto_da_alloc, as ext4: "write a new file, rename it over the
 		 * old one" without fsync must never leave an empty file.  The
 		 * new file's data is written (and its allocation recorded) before
 		 * the rename's handle, so the rename commits after it [J1]. */
-		err = file_writeback_locked(fs, rc.src, false);
+		err = writeback_file_locked(fs, rc.src, false);
 		if (err) {
 			unlock_pair(rc.src, rc.dst);
 			goto out;

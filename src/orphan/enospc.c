@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "enospc.h"
 #include "inode/inode.h"
 #include "orphan.h"
 #include "alloc/alloc.h"

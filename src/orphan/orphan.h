@@ -1,8 +1,13 @@
 /*
- * orphan.h - the orphan list: inodes whose blocks or inode must still be
+ * orphan.h - the orphan layer: inodes whose blocks or inode must still be
  * freed, so a crash in between is finished by the next mount.
  *
- * Owns: the list on disk (a chain through each inode's next_orphan, headed
+ * Owns: the orphan list (orphan.c), the eviction of unlinked inodes and
+ * the mount's pass over the list (evict.c), freeing a file's blocks past
+ * a point with the truncate bracket (truncate.c), and the ENOSPC retry
+ * that waits for evictions (enospc.c, enospc.h).
+ *
+ * The list: on disk (a chain through each inode's next_orphan, headed
  * by sb.orphan_head) and its copy in memory (doubly linked through
  * inode->orphan_prev/orphan_next, first at fs->orphan_first), kept in the
  * same order.
@@ -24,6 +29,7 @@
 #ifndef ORDFS_ORPHAN_H
 #define ORDFS_ORPHAN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ordfs;
@@ -51,5 +57,33 @@ uint32_t orphan_head(struct ordfs *fs);
  * in order, each with a reference the caller drops (*out, *count; *out is
  * malloc'd).  -EUCLEAN for a chain that loops or names a free inode. */
 int orphan_list_load(struct ordfs *fs, struct inode ***out, uint32_t *count);
+
+/* ---- eviction (evict.c) -------------------------------------------------- */
+
+/* Frees an unlinked inode's pages, blocks, xattr block and the inode
+ * itself (its last reference went: the inode cache's eviction hook).
+ * Errors are logged and leave the inode on the orphan list for the next
+ * mount.  No handle held [J8]. */
+void orphan_evict(struct ordfs *fs, struct inode *inode);
+/* Mount: frees every inode on the orphan list: evicts the unlinked ones
+ * and finishes interrupted truncates of the others. */
+int orphan_process_list(struct ordfs *fs);
+
+/* ---- freeing blocks (truncate.c); inode->lock held exclusively, no
+ * handle, unless said otherwise ---------------------------------------- */
+
+/* The orphan-list bracket of a truncate: begin runs in the handle that
+ * lowers d.size (it writes the inode), end after the last block is freed. */
+int orphan_truncate_begin(struct ordfs *fs, struct handle *h, struct inode *inode);
+int orphan_truncate_end(struct ordfs *fs, struct inode *inode);
+/* A truncate's block freeing, with d.size already lowered in memory:
+ * writes it inside the bracket, frees every block from keep_blocks on,
+ * and closes the bracket. */
+int orphan_truncate_blocks(struct ordfs *fs, struct inode *inode, uint64_t keep_blocks);
+/* Unmaps (and frees) the blocks [first_lblk, first_lblk + count), or every
+ * block from first_lblk on, a bounded number of extent records per
+ * handle. */
+int unmap_range(struct ordfs *fs, struct inode *inode, uint64_t first_lblk, uint64_t count);
+int unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk);
 
 #endif

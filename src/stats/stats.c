@@ -11,7 +11,7 @@
 #include "stats.h"
 #include "base/latency.h"
 #include "fs.h"
-#include "file/file.h"
+#include "writeback/writeback.h"
 #include "atime/atime.h"
 #include "blockdev/guard.h"
 #include "journal/journal.h"
@@ -69,7 +69,7 @@ void ordfs_stats_fill(struct ordfs *fs, struct ordfs_stats *out)
 	if (fs->journal && journal_aborted(fs->journal))
 		out->flush_state = ORDFS_FLUSH_READONLY;
 
-	uint64_t limit = file_dirty_limit_pages(fs);
+	uint64_t limit = writeback_dirty_limit_pages(fs);
 	out->dirty_bytes = __atomic_load_n(&fs->dirty_pages, __ATOMIC_RELAXED) * fs->block_size;
 	out->dirty_limit_bytes = limit * fs->block_size;
 

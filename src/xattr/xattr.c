@@ -60,6 +60,7 @@
 #include "xattr.h"
 #include "acl.h"
 #include "fs.h"
+#include "orphan/enospc.h"
 #include "inode/inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
@@ -413,14 +414,6 @@ static int plan_remove(const struct ordfs *fs, const struct xview *v, const stru
 
 /* ---- applying ----------------------------------------------------------- */
 
-/* A change inside a handle failed after earlier changes: never commit a
- * half operation. */
-static int abort_half_done(struct ordfs *fs, int err)
-{
-	journal_abort(fs->journal, err);
-	return err;
-}
-
 /* Gives back a block allocated in this handle that never joined the
  * transaction (a later step failed): its bit is cleared again and the
  * claim dropped, so nothing of it can commit. */
@@ -429,7 +422,7 @@ static void xblock_unallocate(struct ordfs *fs, struct handle *h, uint64_t block
 {
 	int err = alloc_unmark_blocks(fs->alloc, h, blockno, 1);
 	if (err) {
-		abort_half_done(fs, err);
+		journal_abort_half_done(fs->journal, err);
 		return; /* the claim stays: the block is not handed out again */
 	}
 	alloc_unclaim_blocks(fs->alloc, blockno, 1, alloc_flags);
@@ -486,7 +479,7 @@ static int write_changed_inode(struct ordfs *fs, struct handle *h, struct inode 
 	}
 	inode->d.ctime = ordfs_now();
 	int err = inode_write(fs, h, inode, flags);
-	return err ? abort_half_done(fs, err) : 0;
+	return err ? journal_abort_half_done(fs->journal, err) : 0;
 }
 
 /* The last attribute went: free the block, uncharge it. */
@@ -495,7 +488,7 @@ static int apply_drop(struct ordfs *fs, struct handle *h, struct inode *inode,
 {
 	int err = alloc_free_blocks(fs->alloc, h, inode->d.xattr_block, 1, ALLOC_METADATA);
 	if (err)
-		return err == -EUCLEAN ? err : abort_half_done(fs, err);
+		return err == -EUCLEAN ? err : journal_abort_half_done(fs->journal, err);
 	inode->d.xattr_block = 0;
 	inode->d.blocks--;
 	return write_changed_inode(fs, h, inode, p);

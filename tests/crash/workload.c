@@ -18,7 +18,7 @@
 
 #include "harness.h"
 #include "ops.h"
-#include "file/file.h"
+#include "writeback/writeback.h"
 #include "mkfs/mkfs.h"
 
 static const struct ordfs_cred cred = { 0, 0 };
@@ -480,9 +480,9 @@ static void mark_durable_all(struct crash_run *r)
 void op_background_writeback(struct crash_run *r, uint64_t max_pages)
 {
 	if (max_pages == UINT64_MAX)
-		(void)file_writeback_periodic(r->fs); /* the thread's periodic pass */
+		(void)writeback_periodic(r->fs); /* the thread's periodic pass */
 	else
-		(void)file_writeback_slices(r->fs, max_pages); /* an early pass */
+		(void)writeback_slices(r->fs, max_pages); /* an early pass */
 }
 
 void op_sync(struct crash_run *r)

@@ -13,6 +13,9 @@
 
 #include "helpers.h"
 #include "file/file.h"
+#include "inode/pages.h"
+#include "orphan/orphan.h"
+#include "writeback/writeback.h"
 #include "extent/extent.h"
 
 #define BS 4096u
@@ -191,12 +194,12 @@ START_TEST(test_prealloc_around_delayed_pages)
 	static uint8_t model[16 * BS];
 	struct inode *f = make_file(&t, "mixed");
 	write_model(&t, f, model, 3 * BS + 10, 100, 1); /* delayed page in block 3 */
-	ck_assert_uint_eq(file_delayed_blocks(f), 1);
+	ck_assert_uint_eq(pages_delayed_blocks(f), 1);
 	uint64_t free0 = free_blocks(&t); /* the reservation is already counted */
 
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, 0, 0, 16 * BS), 0);
 	ck_assert_uint_eq(f->size, 16 * BS);
-	ck_assert_uint_eq(file_delayed_blocks(f), 1);
+	ck_assert_uint_eq(pages_delayed_blocks(f), 1);
 	ck_assert_uint_eq(f->d.blocks, 15);
 	ck_assert_uint_eq(free_blocks(&t), free0 - 15);
 	expect_model(&t, f, model, 16 * BS);
@@ -487,14 +490,14 @@ START_TEST(test_punch_delayed)
 	struct inode *f = make_file(&t, "delayed");
 	uint64_t free0 = free_blocks(&t);
 	write_model(&t, f, model, 0, NB * BS, 5);
-	ck_assert_uint_eq(file_delayed_blocks(f), NB);
+	ck_assert_uint_eq(pages_delayed_blocks(f), NB);
 	ck_assert_uint_eq(free_blocks(&t), free0 - NB);
 
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 					 2 * BS + 10, 6 * BS - 10),
 			 0);
 	memset(model + 2 * BS + 10, 0, 6 * BS - 10);
-	ck_assert_uint_eq(file_delayed_blocks(f), 5); /* 0, 1, 2, 8, 9 */
+	ck_assert_uint_eq(pages_delayed_blocks(f), 5); /* 0, 1, 2, 8, 9 */
 	ck_assert_uint_eq(free_blocks(&t), free0 - 5);
 	ck_assert_uint_eq(f->d.blocks, 0);
 	expect_model(&t, f, model, NB * BS);
@@ -581,7 +584,7 @@ START_TEST(test_zero_range_delayed)
 	write_model(&t, f, model, 0, NB * BS, 12);
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, FALLOC_FL_ZERO_RANGE, 2 * BS, 4 * BS), 0);
 	memset(model + 2 * BS, 0, 4 * BS);
-	ck_assert_uint_eq(file_delayed_blocks(f), 4);
+	ck_assert_uint_eq(pages_delayed_blocks(f), 4);
 	ck_assert_uint_eq(f->d.blocks, 4);
 	ck_assert_uint_eq(free_blocks(&t), free0 - NB);
 	expect_model(&t, f, model, NB * BS);

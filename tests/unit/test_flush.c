@@ -18,7 +18,7 @@
 
 #include "helpers.h"
 #include "base/log.h"
-#include "file/file.h"
+#include "writeback/writeback.h"
 #include "blockdev/guard.h"
 
 #define BS 4096u
@@ -556,7 +556,7 @@ START_TEST(test_error_reported_once_per_open_file)
 	 * opener.  A new block: background write-back writes it in place. */
 	ck_assert_int_eq(ordfs_write(t.fs, f, "more", 4, 2 * BS), 4);
 	blockdev_record_fail_write(t.rec, 1, -EIO);
-	ck_assert_int_eq(file_writeback_all(t.fs, false), -EIO);
+	ck_assert_int_eq(writeback_all(t.fs, false), -EIO);
 	struct ordfs_file d;
 	ordfs_file_open(f, &d);
 	ck_assert_int_eq(ordfs_file_fsync(t.fs, f, &d, false), -EIO);

@@ -14,6 +14,9 @@
 
 #include "helpers.h"
 #include "file/file.h"
+#include "inode/pages.h"
+#include "orphan/orphan.h"
+#include "writeback/writeback.h"
 #include "extent/extent.h"
 
 static const struct ordfs_cred root_cred = { 0, 0 };
@@ -21,11 +24,11 @@ static const struct ordfs_cred root_cred = { 0, 0 };
 static int count_dirty(struct ordfs *fs, struct inode *inode, void *ctx)
 {
 	(void)fs;
-	*(int *)ctx += file_has_dirty(inode);
+	*(int *)ctx += pages_has_dirty(inode);
 	return 0;
 }
 
-static int file_has_dirty_any(struct ordfs *fs)
+static int pages_has_dirty_any(struct ordfs *fs)
 {
 	int n = 0;
 	inode_cache_for_each(fs, count_dirty, &n);
@@ -157,12 +160,12 @@ END_TEST
 static void assert_pages_are(struct inode *f, uint64_t first, uint64_t n, uint64_t stride)
 {
 	uint64_t *blocks, count;
-	ck_assert_int_eq(file_page_blocks(f, &blocks, &count), 0);
+	ck_assert_int_eq(pages_blocks(f, &blocks, &count), 0);
 	ck_assert_uint_eq(count, n);
 	for (uint64_t i = 0; i < n; i++)
 		ck_assert_uint_eq(blocks[i], (first + i) * stride);
 	free(blocks);
-	ck_assert_uint_eq(file_delayed_blocks(f), n);
+	ck_assert_uint_eq(pages_delayed_blocks(f), n);
 }
 
 /* A slice writes the file's lowest pages, found by probing upward when
@@ -186,11 +189,11 @@ START_TEST(test_writeback_slices_lowest_first)
 	write_all(&t, dense, buf + 512 * (size_t)bs, 512 * (size_t)bs, 512 * (uint64_t)bs);
 	write_all(&t, dense, buf, 512 * (size_t)bs, 0);
 	assert_pages_are(dense, 0, 1024, 1);
-	ck_assert_int_eq(file_writeback_slices(t.fs, 256), 0);
+	ck_assert_int_eq(writeback_slices(t.fs, 256), 0);
 	assert_pages_are(dense, 256, 768, 1);
 	/* A page below the written ones comes back as the lowest. */
 	write_all(&t, dense, buf + 3 * (size_t)bs, bs, 3 * (uint64_t)bs);
-	ck_assert_int_eq(file_writeback_slices(t.fs, 1), 0);
+	ck_assert_int_eq(writeback_slices(t.fs, 1), 0);
 	assert_pages_are(dense, 256, 768, 1);
 
 	/* Sparse: 300 pages 1000 blocks apart, beyond any probing. */
@@ -198,12 +201,12 @@ START_TEST(test_writeback_slices_lowest_first)
 	for (uint64_t i = 300; i-- > 0;)
 		write_all(&t, sparse, buf + (i % 1024) * bs, bs, i * 1000 * bs);
 	assert_pages_are(sparse, 0, 300, 1000);
-	ck_assert_int_eq(file_writeback_slices(t.fs, 256), 0);
+	ck_assert_int_eq(writeback_slices(t.fs, 256), 0);
 	assert_pages_are(sparse, 256, 44, 1000);
 	assert_pages_are(dense, 512, 512, 1);
 
 	/* The periodic pass leaves nothing dirty and the sizes on disk. */
-	ck_assert_int_eq(file_writeback_periodic(t.fs), 0);
+	ck_assert_int_eq(writeback_periodic(t.fs), 0);
 	assert_pages_are(dense, 0, 0, 1);
 	assert_pages_are(sparse, 0, 0, 1);
 	ck_assert_uint_eq(dense->d.size, 1024 * (uint64_t)bs);
@@ -230,7 +233,7 @@ START_TEST(test_early_background_writeback)
 	t.opts.commit_interval_ms = 3600 * 1000; /* the periodic pass: not now */
 	t.opts.dirty_limit_bytes = 8 << 20;      /* background threshold 4 MiB */
 	tfs_mount(&t);
-	uint64_t threshold = file_background_pages(t.fs);
+	uint64_t threshold = writeback_background_pages(t.fs);
 	ck_assert_uint_eq(threshold, (4u << 20) / 4096);
 	struct inode *root = tfs_root(&t);
 	struct inode *big = make_file(&t, root, "big");
@@ -669,7 +672,7 @@ START_TEST(test_ordered_logs_small_fsynced_data)
 
 	/* A background overwrite of the logged block goes through the log. */
 	write_all(&t, f, two, bs, 0);
-	ck_assert_int_eq(file_writeback_all(t.fs, false), 0);
+	ck_assert_int_eq(writeback_all(t.fs, false), 0);
 	ck_assert_int_eq(journal_flush_all(t.fs->journal), 0); /* commit + checkpoint */
 	ck_assert(image_has(&t, two, bs, home, home + 1));
 	ck_assert_int_eq(ordfs_read(t.fs, f, back, bs, 0), bs);
@@ -890,7 +893,7 @@ START_TEST(test_periodic_writeback_without_fsync)
 	for (int i = 0; i < 200; i++) {
 		struct journal_stats st;
 		journal_get_stats(t.fs->journal, &st);
-		if (file_has_dirty_any(t.fs) == 0 && st.commits >= 2)
+		if (pages_has_dirty_any(t.fs) == 0 && st.commits >= 2)
 			break;
 		usleep(20000);
 	}
@@ -960,7 +963,7 @@ START_TEST(test_interrupted_truncate_finished_at_mount)
 	ordfs_rwlock_wrlock(&f->lock);
 	f->size = f->d.size = 1000;
 	struct handle *h = tfs_start(&t, 4);
-	ck_assert_int_eq(ordfs_truncate_begin(t.fs, h, f), 0);
+	ck_assert_int_eq(orphan_truncate_begin(t.fs, h, f), 0);
 	tfs_stop(h);
 	ordfs_rwlock_unlock(&f->lock);
 	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);

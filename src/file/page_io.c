@@ -1,0 +1,113 @@
+/*
+ * page_io.c - moving block contents into pages (file.h): reading a block
+ * as the file sees it, and the page a write or a partial zeroing fills.
+ *
+ * Rules:
+ *  - A page over a hole reserves one block as it is made (ENOSPC is
+ *    reported by write, never lost at writeback); a page over an
+ *    unwritten block starts from zeros.
+ *  - Reads of mapped blocks look in the metadata cache first: with data
+ *    logged (data=journal, or data=ordered's small fsyncs, or a block
+ *    with a cached buffer) the newest contents may not be home yet.
+ *  - A page never carries bytes past EOF from an old life of its block.
+ *  - inode->lock held exclusively to make pages, shared to read.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+#include "file.h"
+#include "alloc/alloc.h"
+#include "blockdev/blockdev.h"
+#include "cache/bcache.h"
+#include "extent/extent.h"
+#include "inode/inode.h"
+#include "inode/pages.h"
+#include "orphan/enospc.h"
+
+/* Reads the current contents of logical block lblk (zeros for holes and
+ * unwritten extents) into buf. */
+int file_read_block(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint8_t *buf)
+{
+	struct ordfs_extent ext;
+	int found = extent_lookup(fs, inode, lblk, &ext);
+	if (found < 0)
+		return found;
+	if (!found || (ext.flags & ORDFS_EXT_UNWRITTEN)) {
+		memset(buf, 0, fs->block_size);
+		return 0;
+	}
+	uint64_t phys = ext.physical + (lblk - ext.logical);
+	/* The newest contents may be logged and not yet home. */
+	struct buf *b = bcache_peek(fs->cache, phys);
+	if (b) {
+		memcpy(buf, b->data, fs->block_size);
+		bcache_put(fs->cache, b);
+		return 0;
+	}
+	return blockdev_read(fs->bd, buf, fs->block_size, phys * fs->block_size);
+}
+
+int file_page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool whole,
+		    struct page **out)
+{
+	struct page *page = pages_find(inode, lblk);
+	if (page) {
+		*out = page;
+		return 0;
+	}
+	page = calloc(1, sizeof(*page) + fs->block_size);
+	if (!page)
+		return -ENOMEM;
+	page->lblk = lblk;
+
+	struct ordfs_extent ext;
+	int mapped = extent_lookup(fs, inode, lblk, &ext);
+	int err = mapped < 0 ? mapped : 0;
+	if (!err && mapped == 0) {
+		unsigned retries = 0;
+		do
+			err = alloc_reserve(fs->alloc, 1);
+		while (ordfs_should_retry_alloc(fs, err, &retries));
+		page->reserved = !err;
+	}
+	if (!err && !whole && mapped == 1)
+		err = file_read_block(fs, inode, lblk, page->data);
+	if (err) {
+		free(page);
+		return err;
+	}
+	/* Never let bytes past EOF from an old life of the block through. */
+	uint64_t block_start = lblk * fs->block_size;
+	if (inode->size < block_start + fs->block_size) {
+		uint64_t keep = inode->size > block_start ? inode->size - block_start : 0;
+		memset(page->data + keep, 0, fs->block_size - keep);
+	}
+	err = pages_insert(fs, inode, page);
+	if (err) {
+		if (page->reserved)
+			alloc_unreserve(fs->alloc, 1);
+		free(page);
+		return err;
+	}
+	*out = page;
+	return 0;
+}
+
+int file_zero_partial(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint32_t from,
+		      uint32_t to)
+{
+	struct page *page = pages_find(inode, lblk);
+	if (!page) {
+		struct ordfs_extent ext;
+		int mapped = extent_lookup(fs, inode, lblk, &ext);
+		if (mapped <= 0 || (ext.flags & ORDFS_EXT_UNWRITTEN))
+			return mapped < 0 ? mapped : 0; /* reads as zeros already */
+		int err = file_page_get(fs, inode, lblk, false, &page);
+		if (err)
+			return err;
+	}
+	memset(page->data + from, 0, to - from);
+	return 0;
+}

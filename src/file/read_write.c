@@ -1,0 +1,110 @@
+/*
+ * read_write.c - read(2) and write(2) of regular files (ops.h).
+ *
+ * Rules:
+ *  - write() only copies into pages (file_page_get: a page over a hole
+ *    reserves its block) and raises inode->size; delayed allocation
+ *    leaves the blocks to writeback (writeback/).  A writer past the
+ *    dirty limit then writes back its own pages before returning.
+ *  - read() serves pages first, then blocks (page_io.c), under the shared
+ *    lock, and touches atime by the mount's policy without failing for it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+#include "file.h"
+#include "ops.h"
+#include "atime/atime.h"
+#include "inode/inode.h"
+#include "inode/pages.h"
+#include "lock/lock.h"
+#include "writeback/writeback.h"
+
+ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len, uint64_t off)
+{
+	uint32_t bs = fs->block_size;
+	uint8_t *out = buf;
+	uint8_t *tmp = malloc(bs);
+	if (!tmp)
+		return -ENOMEM;
+
+	ordfs_rwlock_rdlock(&inode->lock);
+	ssize_t done = 0;
+	if (off < inode->size) {
+		if (len > inode->size - off)
+			len = (size_t)(inode->size - off);
+		while ((size_t)done < len) {
+			uint64_t pos = off + (uint64_t)done;
+			uint64_t lblk = pos / bs;
+			uint32_t in = (uint32_t)(pos % bs);
+			size_t chunk = bs - in < len - (size_t)done ? bs - in : len - (size_t)done;
+			struct page *page = pages_find(inode, lblk);
+			if (page) {
+				memcpy(out + done, page->data + in, chunk);
+			} else {
+				int err = file_read_block(fs, inode, lblk, tmp);
+				if (err) {
+					if (done == 0)
+						done = err;
+					break;
+				}
+				memcpy(out + done, tmp + in, chunk);
+			}
+			done += (ssize_t)chunk;
+		}
+	}
+	/* The cheap check under the read lock; atime_touch decides again. */
+	bool touch = done >= 0 && fs->opts.atime.mode != ATIME_NOATIME &&
+		     atime_needs_update(&fs->opts.atime, false, inode->d.atime, inode->d.mtime,
+					inode->d.ctime, ordfs_now());
+	ordfs_rwlock_unlock(&inode->lock);
+	free(tmp);
+	if (touch)
+		(void)atime_touch(fs, inode); /* a read never fails for its atime */
+	return done;
+}
+
+ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
+		    uint64_t off)
+{
+	uint32_t bs = fs->block_size;
+	const uint8_t *in = buf;
+	ssize_t done = 0;
+	int err = 0;
+
+	err = ordfs_writable(fs);
+	if (err)
+		return err;
+	if (off + len < off || off + len > (1ull << 62))
+		return -EFBIG;
+
+	ordfs_rwlock_wrlock(&inode->lock);
+	while ((size_t)done < len) {
+		uint64_t pos = off + (uint64_t)done;
+		uint64_t lblk = pos / bs;
+		uint32_t at = (uint32_t)(pos % bs);
+		size_t chunk = bs - at < len - (size_t)done ? bs - at : len - (size_t)done;
+		struct page *page;
+		err = file_page_get(fs, inode, lblk, at == 0 && chunk == bs, &page);
+		if (err)
+			break;
+		memcpy(page->data + at, in + done, chunk);
+		done += (ssize_t)chunk;
+		if (pos + chunk > inode->size)
+			inode->size = pos + chunk;
+	}
+	if (done > 0) {
+		inode->d.mtime = inode->d.ctime = ordfs_now();
+		/* Set-user-ID is not cleared here: the kernel does it, with a
+		 * setattr before the write, for writers without CAP_FSETID. */
+		inode->times_dirty = true;
+	}
+	/* Past the dirty limit the writer writes back its own pages. */
+	int werr = writeback_balance_dirty_locked(fs, inode);
+	if (werr && done == 0)
+		err = werr;
+	ordfs_rwlock_unlock(&inode->lock);
+	return done > 0 ? done : err;
+}

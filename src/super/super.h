@@ -1,0 +1,56 @@
+/*
+ * super.h - the superblock layer: superblock I/O (super.c) and what the
+ * filesystem does about errors found while mounted (errors.c: errors=,
+ * the error recorded in the superblock, whether it takes changes).
+ *
+ * Rules: nothing here is called with a handle open that it might have to
+ * start itself [J8]; the superblock in memory (fs->sb) is guarded by
+ * fs->sb_lock.
+ */
+#ifndef ORDFS_SUPER_H
+#define ORDFS_SUPER_H
+
+#include <stdbool.h>
+
+#include "format/format.h"
+
+struct ordfs;
+struct blockdev;
+struct handle;
+
+/* Reads and validates the primary superblock (or the backup if use_backup). */
+int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *sb,
+		     const char **why);
+/* Writes the superblock to block 0 (and, with backup, to the last block).
+ * Only while the journal is closed. */
+int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool backup);
+
+/* fsck, after a clean check of an image whose log is empty: clears the
+ * superblock's ERROR state and the journal's recorded errno.  *cleared
+ * tells whether there was anything to clear. */
+int ordfs_clear_error_state(struct blockdev *bd, bool *cleared);
+
+/* Writes the in-memory superblock into block 0 under h.  sb_lock held. */
+int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h);
+
+/* Run-time errors (errors.c).  ordfs_error_corruption: a checksum or
+ * structure check failed while mounted; applies errors= (continue: record
+ * it in the superblock; remount-ro: abort the journal and record it;
+ * abort: stop).  Returns err for the caller to pass on. */
+int ordfs_error_corruption(struct ordfs *fs, int err, const char *what);
+/* The one door for errors found while mounted, from any layer (the FUSE
+ * glue, background writeback, eviction, fsck's repair mount): -EUCLEAN
+ * (a damaged structure) goes to ordfs_error_corruption, with `what` in
+ * its log line; anything else passes through.  Returns err. */
+int ordfs_report_error(struct ordfs *fs, int err, const char *what);
+/* The journal aborted on an error of its own rules (a transaction that
+ * cannot be committed): errors= applies as for corruption. */
+void ordfs_error_internal(struct ordfs *fs, int err);
+/* Marks the superblock ERROR with err (journaled while the journal runs,
+ * directly plus the journal superblock's errno once it has aborted), so
+ * the next read-write mount asks for fsck.  Best effort; idempotent. */
+void ordfs_record_error(struct ordfs *fs, int err);
+/* 0 if the filesystem takes modifications, else -EROFS. */
+int ordfs_writable(struct ordfs *fs);
+
+#endif

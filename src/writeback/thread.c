@@ -1,0 +1,92 @@
+/*
+ * thread.c - the writeback thread: periodic writeback of delayed data and
+ * lazy access times, and early writeback when a writer is past the
+ * background threshold (writeback.h).
+ *
+ * Rules: the thread holds no lock across a pass (fs->writeback_lock only
+ * guards the stop and kick flags); its errors stay with the pages (and go
+ * to each file's errseq) and pass through errors= (ordfs_report_error).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "fs.h"
+#include "writeback.h"
+#include "atime/atime.h"
+#include "lock/lock.h"
+
+/* Writes back delayed data every commit interval, so data written without
+ * fsync reaches the image within about two intervals (ext3's ordered mode
+ * behaviour; ext4 waits up to 30 s); in between, when kicked (a writer
+ * went past writeback_background_pages), writes back early in slices. */
+static void *writeback_main(void *arg)
+{
+	struct ordfs *fs = arg;
+	ordfs_mutex_lock(&fs->writeback_lock);
+	struct timespec next; /* the next full pass: kicks do not postpone it */
+	clock_gettime(CLOCK_REALTIME, &next);
+	while (!fs->writeback_stop) {
+		uint64_t ns = (uint64_t)next.tv_nsec +
+			      (uint64_t)(fs->opts.commit_interval_ms % 1000) * 1000000u;
+		next.tv_sec += fs->opts.commit_interval_ms / 1000 + (time_t)(ns / 1000000000u);
+		next.tv_nsec = (long)(ns % 1000000000u);
+		int timed_out = 0;
+		while (!fs->writeback_stop && !timed_out) {
+			if (fs->writeback_kicked) {
+				/* A writer went past the background threshold. */
+				ordfs_mutex_unlock(&fs->writeback_lock);
+				/* Errors stay with the pages (and go to errseq). */
+				ordfs_report_error(fs, writeback_early(fs),
+						   "background writeback");
+				ordfs_mutex_lock(&fs->writeback_lock);
+				__atomic_store_n(&fs->writeback_kicked, false, __ATOMIC_RELAXED);
+				continue;
+			}
+			timed_out = ordfs_cond_timedwait(&fs->writeback_cond, &fs->writeback_lock,
+							   &next) == ETIMEDOUT;
+		}
+		if (fs->writeback_stop)
+			break;
+		ordfs_mutex_unlock(&fs->writeback_lock);
+		/* Errors stay with the pages (and go to errseq). */
+		ordfs_report_error(fs, writeback_periodic(fs), "background writeback");
+		ordfs_report_error(fs, atime_write_lazy(fs, false), /* lazytime: a day old */
+				   "writing lazy access times");
+		ordfs_mutex_lock(&fs->writeback_lock);
+		clock_gettime(CLOCK_REALTIME, &next);
+	}
+	ordfs_mutex_unlock(&fs->writeback_lock);
+	return NULL;
+}
+
+void writeback_kick(struct ordfs *fs)
+{
+	if (!fs->writeback_started || __atomic_load_n(&fs->writeback_kicked, __ATOMIC_RELAXED))
+		return;
+	ordfs_mutex_lock(&fs->writeback_lock);
+	if (!fs->writeback_kicked) {
+		__atomic_store_n(&fs->writeback_kicked, true, __ATOMIC_RELAXED);
+		pthread_cond_broadcast(&fs->writeback_cond);
+	}
+	ordfs_mutex_unlock(&fs->writeback_lock);
+}
+
+void writeback_thread_stop(struct ordfs *fs)
+{
+	if (!fs->writeback_started)
+		return;
+	ordfs_mutex_lock(&fs->writeback_lock);
+	fs->writeback_stop = true;
+	pthread_cond_broadcast(&fs->writeback_cond);
+	ordfs_mutex_unlock(&fs->writeback_lock);
+	pthread_join(fs->writeback_thread, NULL);
+	fs->writeback_started = false;
+}
+
+void writeback_thread_start(struct ordfs *fs)
+{
+	if (fs->opts.commit_interval_ms &&
+	    pthread_create(&fs->writeback_thread, NULL, writeback_main, fs) == 0)
+		fs->writeback_started = true;
+}
