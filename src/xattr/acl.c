@@ -1,12 +1,11 @@
 /*
- * acl.c - POSIX ACLs: the Linux xattr form, the compact on-disk form and
- * struct acl (acl.h); the rules between an ACL and the mode (setting,
- * chmod, inheritance at create); permission evaluation, ordfs_permission
- * (ops.h).
+ * acl.c - POSIX ACLs as values: the Linux xattr form, the compact on-disk
+ * form and struct acl (acl.h); the rules between an ACL and the mode
+ * (setting, chmod, inheritance at create); permission evaluation.
  *
- * Owns: the meaning of the two ACL namespaces' values.  The xattr block
- * that stores them is xattr.c's; this file never touches it except
- * through xattr.h.
+ * Owns: the meaning of the two ACL namespaces' values.  Pure: nothing
+ * here reads an inode or the image (acl_inode.c does, through xattr.h),
+ * so the attribute block's checks can use these without a cycle.
  *
  * Rules kept (acl.h has them in full):
  *  - Every decoder bounds-checks before it reads: a caller's value by
@@ -28,11 +27,7 @@
 
 #include "acl.h"
 #include "format/endian_le.h"
-#include "fs.h"
-#include "inode/inode.h"
 #include "ops.h"
-#include "xattr.h"
-#include "lock/lock.h"
 
 #define PERM_BITS 7u
 
@@ -302,8 +297,7 @@ void acl_to_disk(const struct acl *acl, uint8_t *out)
 	}
 }
 
-/* The compact form, malloc'd. */
-static int encode_disk(const struct acl *acl, uint8_t **out, uint32_t *len)
+int acl_encode_disk(const struct acl *acl, uint8_t **out, uint32_t *len)
 {
 	size_t size = acl_disk_size(acl);
 	*out = malloc(size);
@@ -410,82 +404,6 @@ int acl_permission(const struct acl *acl, uint32_t owner_uid, uint32_t owner_gid
 	return grants(acl->other, want) ? 0 : -EACCES;
 }
 
-/* ---- an inode's ACLs ------------------------------------------------------------ */
-
-int acl_get_locked(struct ordfs *fs, struct inode *inode, uint8_t ns, struct acl **out)
-{
-	uint8_t *value;
-	uint32_t len;
-
-	*out = NULL;
-	int err = xattr_get_ns_locked(fs, inode, ns, &value, &len);
-	if (err == -ENODATA)
-		return 0;
-	if (err)
-		return err;
-	err = acl_from_disk(value, len, out);
-	free(value);
-	return err;
-}
-
-void acl_inherit_release(struct acl_inherit *ai)
-{
-	free(ai->access);
-	free(ai->def);
-	ai->access = ai->def = NULL;
-}
-
-bool acl_inherit_any(const struct acl_inherit *ai)
-{
-	return ai->access || ai->def;
-}
-
-int acl_inherit_prepare(struct ordfs *fs, struct inode *dir, uint16_t mode, uint32_t umask,
-			struct acl_inherit *out)
-{
-	struct acl *def, *access = NULL;
-
-	memset(out, 0, sizeof(*out));
-	out->mode = mode;
-	if (S_ISLNK(mode))
-		return 0;
-	int err = acl_get_locked(fs, dir, ORDFS_XATTR_NS_POSIX_ACL_DEFAULT, &def);
-	if (err)
-		return err;
-	if (!def) {
-		out->mode = (uint16_t)(mode & ~(umask & 0777u));
-		return 0;
-	}
-	access = acl_dup(def);
-	if (!access)
-		err = -ENOMEM;
-	if (!err && acl_create_masq(access, &out->mode))
-		err = encode_disk(access, &out->access, &out->access_len);
-	if (!err && S_ISDIR(mode))
-		err = encode_disk(def, &out->def, &out->def_len);
-	acl_free(access);
-	acl_free(def);
-	if (err)
-		acl_inherit_release(out);
-	return err;
-}
-
-int acl_chmod_prepare(struct ordfs *fs, struct inode *inode, uint16_t new_mode, uint8_t **out,
-		      uint32_t *len)
-{
-	struct acl *acl;
-
-	*out = NULL;
-	*len = 0;
-	int err = acl_get_locked(fs, inode, ORDFS_XATTR_NS_POSIX_ACL_ACCESS, &acl);
-	if (err || !acl)
-		return err;
-	acl_chmod(acl, new_mode);
-	err = encode_disk(acl, out, len);
-	acl_free(acl);
-	return err;
-}
-
 void acl_plan_release(struct acl_set_plan *p)
 {
 	free(p->disk);
@@ -515,7 +433,7 @@ int acl_plan_set(uint8_t ns, uint16_t mode, const void *value, size_t size,
 	if (ns == ORDFS_XATTR_NS_POSIX_ACL_ACCESS && acl_equiv_mode(acl, &out->mode))
 		out->remove = true; /* the mode says it all */
 	else
-		err = encode_disk(acl, &out->disk, &out->disk_len);
+		err = acl_encode_disk(acl, &out->disk, &out->disk_len);
 	acl_free(acl);
 	return err;
 }
@@ -529,56 +447,4 @@ ssize_t acl_disk_to_xattr(const uint8_t *disk, size_t len, void *buf, size_t siz
 	ssize_t n = acl_to_xattr(acl, buf, size);
 	acl_free(acl);
 	return n;
-}
-
-/* ---- ordfs_permission (ops.h) ------------------------------------------------- */
-
-/* Linux's acl_permission_check: -EACCES, 0, or an error reading the ACL. */
-static int dac_check(struct ordfs *fs, struct inode *inode, const struct ordfs_cred *cred,
-		     const uint32_t *groups, uint32_t ngroups, unsigned want)
-{
-	uint16_t mode = inode->d.mode;
-
-	if (cred->uid == inode->d.uid)
-		return (want & ~((mode >> 6) & PERM_BITS)) ? -EACCES : 0;
-	if (mode & S_IRWXG) {
-		struct acl *acl;
-		int err = acl_get_locked(fs, inode, ORDFS_XATTR_NS_POSIX_ACL_ACCESS, &acl);
-		if (err)
-			return err;
-		if (acl) {
-			err = acl_permission(acl, inode->d.uid, inode->d.gid, cred->uid, cred->gid,
-					     groups, ngroups, want);
-			acl_free(acl);
-			return err;
-		}
-	}
-	if (acl_in_group(inode->d.gid, cred->gid, groups, ngroups))
-		mode >>= 3;
-	return (want & ~(mode & PERM_BITS)) ? -EACCES : 0;
-}
-
-/* generic_permission's capability step, for uid 0 (CAP_DAC_OVERRIDE and
- * CAP_DAC_READ_SEARCH): directories always; otherwise reading and writing
- * always, executing only if some execute bit is set. */
-static bool root_overrides(uint16_t mode, unsigned want)
-{
-	if (S_ISDIR(mode))
-		return true;
-	return !(want & ACL_EXECUTE) || (mode & (S_IXUSR | S_IXGRP | S_IXOTH));
-}
-
-int ordfs_permission(struct ordfs *fs, struct inode *inode, const struct ordfs_cred *cred,
-		     const uint32_t *groups, uint32_t ngroups, unsigned want)
-{
-	if (ngroups && !groups)
-		return -EINVAL;
-	want &= ACL_READ | ACL_WRITE | ACL_EXECUTE;
-	ordfs_rwlock_rdlock(&inode->lock);
-	uint16_t mode = inode->d.mode;
-	int err = dac_check(fs, inode, cred, groups, ngroups, want);
-	ordfs_rwlock_unlock(&inode->lock);
-	if (err == -EACCES && cred->uid == 0 && root_overrides(mode, want))
-		err = 0;
-	return err;
 }

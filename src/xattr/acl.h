@@ -124,6 +124,8 @@ const char *acl_disk_problem(uint8_t ns, uint16_t mode, const uint8_t *value, si
 int acl_from_disk(const uint8_t *value, size_t len, struct acl **out);
 size_t acl_disk_size(const struct acl *acl);
 void acl_to_disk(const struct acl *acl, uint8_t *out);
+/* The compact form in a malloc'd buffer (*out, *len). */
+int acl_encode_disk(const struct acl *acl, uint8_t **out, uint32_t *len);
 
 /* ---- the rules between an ACL and the mode (pure) ------------------------- */
 

@@ -60,7 +60,6 @@
 #include "xattr.h"
 #include "acl.h"
 #include "fs.h"
-#include "orphan/enospc.h"
 #include "inode/inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
@@ -84,13 +83,6 @@ static const struct {
 	[ORDFS_XATTR_NS_POSIX_ACL_DEFAULT - 1] = { "system.posix_acl_default", 24, true },
 };
 #define XATTR_NS_COUNT (sizeof(xattr_ns) / sizeof(xattr_ns[0]))
-
-/* A parsed attribute name. */
-struct xname {
-	uint8_t ns;
-	uint8_t len;       /* bytes after the prefix */
-	const char *name;  /* after the prefix */
-};
 
 /* A decoded entry (pointers into the block). */
 struct xentry {
@@ -125,14 +117,14 @@ static bool ns_known(uint8_t ns)
 	return ns >= 1 && ns <= XATTR_NS_COUNT;
 }
 
-static bool ns_has_name(uint8_t ns)
+bool xattr_ns_has_name(uint8_t ns)
 {
 	return !xattr_ns[ns - 1].exact;
 }
 
 /* Linux's rules (fs/xattr.c): an empty or too long name is -ERANGE, a
  * known prefix with nothing after it -EINVAL, anything else -EOPNOTSUPP. */
-static int xname_parse(const char *full, struct xname *out)
+int xattr_name_parse(const char *full, struct xname *out)
 {
 	if (!full)
 		return -EINVAL;
@@ -231,14 +223,14 @@ static const char *xpayload_problem(const uint8_t *blk, uint32_t block_size, uin
 		xent_decode(area + pos, &e);
 		if (!ns_known(e.ns))
 			return "xattr entry with an unknown namespace";
-		if (ns_has_name(e.ns) ? e.namelen == 0 : e.namelen != 0)
+		if (xattr_ns_has_name(e.ns) ? e.namelen == 0 : e.namelen != 0)
 			return "xattr entry name length wrong for its namespace";
 		uint32_t size = xent_size(e.namelen, e.vlen);
 		if (size > used - pos)
 			return "xattr entry crosses the end of the used area";
 		if (memchr(e.name, '\0', e.namelen))
 			return "xattr entry name contains NUL";
-		if (!ns_has_name(e.ns)) {
+		if (!xattr_ns_has_name(e.ns)) {
 			const char *why = acl_disk_problem(e.ns, mode, xent_value(&e), e.vlen);
 			if (why) {
 				if (acl_why)
@@ -521,20 +513,8 @@ static int apply_plan(struct ordfs *fs, struct handle *h, struct inode *inode,
 	return write_changed_inode(fs, h, inode, p);
 }
 
-/* What a set or a remove asks for. */
-struct xchange {
-	struct xname key;
-	bool remove;
-	bool absent_ok;    /* removing an absent attribute is not -ENODATA */
-	const void *value;
-	uint32_t vlen;
-	int flags;
-	bool set_mode;     /* an ACL change: the mode changes with it */
-	uint16_t mode;
-};
-
 /* Plans, then applies in one handle.  inode->lock held exclusively. */
-static int xattr_change_locked(struct ordfs *fs, struct inode *inode, const struct xchange *c)
+int xattr_change_locked(struct ordfs *fs, struct inode *inode, const struct xchange *c)
 {
 	struct xview v;
 	struct xplan p = { 0 };
@@ -570,92 +550,13 @@ static int xattr_change_locked(struct ordfs *fs, struct inode *inode, const stru
 	return err;
 }
 
-/* ---- public calls (ops.h) ----------------------------------------------- */
-
 uint32_t xattr_credits(struct ordfs *fs)
 {
 	return 1 + alloc_credits(fs->alloc, 1) + INODE_WRITE_CREDITS;
 }
 
-/* setxattr/removexattr of an ACL (value NULL: remove): the stored value
- * and the mode change together.  inode->lock held exclusively. */
-static int xattr_acl_change_locked(struct ordfs *fs, struct inode *inode, const struct xname *k,
-				   const void *value, size_t size,
-				   const struct ordfs_caller *caller)
-{
-	struct acl_set_plan ap;
-	int err = acl_plan_set(k->ns, inode->d.mode, value, size, &ap);
-	if (err)
-		return err;
-	/* posix_acl_update_mode: setting an access ACL clears set-group-ID
-	 * unless the caller is in the file's group or holds CAP_FSETID. */
-	if (value && caller && k->ns == ORDFS_XATTR_NS_POSIX_ACL_ACCESS &&
-	    !acl_keeps_setgid(caller, inode->d.gid))
-		ap.mode &= (uint16_t)~S_ISGID;
-	struct xchange c = { .key = *k, .remove = ap.remove, .absent_ok = true,
-			     .value = ap.disk, .vlen = ap.disk_len,
-			     .set_mode = true, .mode = ap.mode };
-	err = xattr_change_locked(fs, inode, &c);
-	acl_plan_release(&ap);
-	return err;
-}
-
-int ordfs_setxattr(struct ordfs *fs, struct inode *inode, const char *name, const void *value,
-		   size_t size, int flags)
-{
-	return ordfs_setxattr_by(fs, inode, name, value, size, flags, NULL);
-}
-
-int ordfs_setxattr_by(struct ordfs *fs, struct inode *inode, const char *name,
-		      const void *value, size_t size, int flags, const struct ordfs_caller *caller)
-{
-	struct xchange c = { .value = value, .flags = flags };
-
-	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
-		return -EINVAL;
-	int err = xname_parse(name, &c.key);
-	if (err)
-		return err;
-	if (size > ORDFS_XATTR_SIZE_MAX)
-		return -E2BIG;
-	if (size && !value)
-		return -EINVAL;
-	if (!fs->journal)
-		return -EROFS;
-	c.vlen = (uint32_t)size;
-	unsigned retries = 0;
-	do { /* a new attribute block may wait for freed blocks to commit */
-		ordfs_rwlock_wrlock(&inode->lock);
-		if (!ns_has_name(c.key.ns))
-			err = xattr_acl_change_locked(fs, inode, &c.key, size ? value : NULL,
-						      size, caller);
-		else
-			err = xattr_change_locked(fs, inode, &c);
-		ordfs_rwlock_unlock(&inode->lock);
-	} while (ordfs_should_retry_alloc(fs, err, &retries));
-	return err;
-}
-
-int ordfs_removexattr(struct ordfs *fs, struct inode *inode, const char *name)
-{
-	struct xchange c = { .remove = true };
-
-	int err = xname_parse(name, &c.key);
-	if (err)
-		return err;
-	if (!fs->journal)
-		return -EROFS;
-	ordfs_rwlock_wrlock(&inode->lock);
-	if (!ns_has_name(c.key.ns))
-		err = xattr_acl_change_locked(fs, inode, &c.key, NULL, 0, NULL);
-	else
-		err = xattr_change_locked(fs, inode, &c);
-	ordfs_rwlock_unlock(&inode->lock);
-	return err;
-}
-
-static ssize_t xattr_get_locked(struct ordfs *fs, struct inode *inode, const struct xname *k,
-				void *value, size_t size)
+ssize_t xattr_get_locked(struct ordfs *fs, struct inode *inode, const struct xname *k,
+			 void *value, size_t size)
 {
 	struct xview v;
 	uint32_t off;
@@ -668,7 +569,7 @@ static ssize_t xattr_get_locked(struct ordfs *fs, struct inode *inode, const str
 		struct xentry e;
 		xent_decode(v.area + off, &e);
 		r = e.vlen;
-		if (!ns_has_name(k->ns))
+		if (!xattr_ns_has_name(k->ns))
 			r = acl_disk_to_xattr(xent_value(&e), e.vlen, value, size);
 		else if (size && size < e.vlen)
 			r = -ERANGE;
@@ -676,24 +577,6 @@ static ssize_t xattr_get_locked(struct ordfs *fs, struct inode *inode, const str
 			memcpy(value, xent_value(&e), e.vlen);
 	}
 	xview_close(fs, &v);
-	return r;
-}
-
-ssize_t ordfs_getxattr(struct ordfs *fs, struct inode *inode, const char *name, void *value,
-		       size_t size)
-{
-	struct xname k;
-
-	int err = xname_parse(name, &k);
-	if (err)
-		return err;
-	if (size && !value)
-		return -EINVAL;
-	if (!ns_has_name(k.ns) && S_ISLNK(inode->d.mode))
-		return -EOPNOTSUPP; /* as Linux: symlinks have no ACLs */
-	ordfs_rwlock_rdlock(&inode->lock);
-	ssize_t r = xattr_get_locked(fs, inode, &k, value, size);
-	ordfs_rwlock_unlock(&inode->lock);
 	return r;
 }
 
@@ -717,13 +600,9 @@ static size_t xview_list(const struct xview *v, char *out)
 	return total;
 }
 
-ssize_t ordfs_listxattr(struct ordfs *fs, struct inode *inode, char *list, size_t size)
+ssize_t xattr_list_locked(struct ordfs *fs, struct inode *inode, char *list, size_t size)
 {
 	struct xview v;
-
-	if (size && !list)
-		return -EINVAL;
-	ordfs_rwlock_rdlock(&inode->lock);
 	ssize_t r = xview_open(fs, inode, &v);
 	if (r == 0) {
 		size_t total = xview_list(&v, NULL);
@@ -735,7 +614,6 @@ ssize_t ordfs_listxattr(struct ordfs *fs, struct inode *inode, char *list, size_
 			r = (ssize_t)total;
 		xview_close(fs, &v);
 	}
-	ordfs_rwlock_unlock(&inode->lock);
 	return r;
 }
 
@@ -800,7 +678,7 @@ int xattr_get_ns_locked(struct ordfs *fs, struct inode *inode, uint8_t ns, uint8
 
 	*value = NULL;
 	*len = 0;
-	if (!ns_known(ns) || ns_has_name(ns))
+	if (!ns_known(ns) || xattr_ns_has_name(ns))
 		return -EINVAL;
 	int err = xview_open(fs, inode, &v);
 	if (err)
@@ -827,7 +705,7 @@ int xattr_set_ns_handle(struct ordfs *fs, struct handle *h, struct inode *inode,
 	struct xplan p = { 0 };
 	struct xname k = { .ns = ns, .len = 0, .name = "" };
 
-	if (!ns_known(ns) || ns_has_name(ns))
+	if (!ns_known(ns) || xattr_ns_has_name(ns))
 		return -EINVAL;
 	int err = xview_open(fs, inode, &v);
 	if (err)
@@ -850,7 +728,7 @@ static int new_area(struct ordfs *fs, const struct xattr_ns_value *vals, unsigne
 	uint32_t cap = xarea_capacity(fs), used = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (!ns_known(vals[i].ns) || ns_has_name(vals[i].ns) ||
+		if (!ns_known(vals[i].ns) || xattr_ns_has_name(vals[i].ns) ||
 		    (i > 0 && vals[i - 1].ns >= vals[i].ns))
 			return -EINVAL;
 		uint32_t size = xent_size(0, vals[i].len);

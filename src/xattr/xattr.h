@@ -28,7 +28,9 @@
 #ifndef ORDFS_XATTR_H
 #define ORDFS_XATTR_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct ordfs;
 struct handle;
@@ -36,6 +38,45 @@ struct inode;
 
 #define ORDFS_XATTR_NAME_MAX 255u   /* Linux XATTR_NAME_MAX: the full name */
 #define ORDFS_XATTR_SIZE_MAX 65536u /* Linux XATTR_SIZE_MAX: -E2BIG beyond */
+
+/* ---- the operations' steps (file/xattr.c takes the locks) --------------- */
+
+/* A parsed attribute name. */
+struct xname {
+	uint8_t ns;
+	uint8_t len;       /* bytes after the prefix */
+	const char *name;  /* after the prefix */
+};
+
+/* What a set or a remove asks for. */
+struct xchange {
+	struct xname key;
+	bool remove;
+	bool absent_ok;    /* removing an absent attribute is not -ENODATA */
+	const void *value;
+	uint32_t vlen;
+	int flags;
+	bool set_mode;     /* an ACL change: the mode changes with it */
+	uint16_t mode;
+};
+
+
+/* Parses a full attribute name ("user.x", "system.posix_acl_access"):
+ * -EOPNOTSUPP for an unknown namespace, -EINVAL/-ERANGE for a bad name. */
+int xattr_name_parse(const char *full, struct xname *out);
+/* False for the ACL namespaces (nameless, whole names). */
+bool xattr_ns_has_name(uint8_t ns);
+/* Plans, then applies in one handle (-EEXIST, -ENODATA, -ENOSPC decided
+ * before it starts).  inode->lock held exclusively, no handle. */
+int xattr_change_locked(struct ordfs *fs, struct inode *inode, const struct xchange *c);
+/* getxattr of a parsed name (an ACL in the Linux xattr form).
+ * inode->lock held (shared is enough). */
+ssize_t xattr_get_locked(struct ordfs *fs, struct inode *inode, const struct xname *k,
+			 void *value, size_t size);
+/* listxattr: the full names, NUL-terminated, or their size if size is 0.
+ * inode->lock held (shared is enough). */
+ssize_t xattr_list_locked(struct ordfs *fs, struct inode *inode, char *list, size_t size);
+
 
 /* Credits of a handle that changes an inode's attributes: the xattr block,
  * the bitmap blocks of allocating or freeing it, the inode. */
