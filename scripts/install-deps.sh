@@ -10,8 +10,11 @@ set -euo pipefail
 # clang and its runtime (libFuzzer) build the fuzz target (scripts/fuzz.sh).
 # acl (setfacl/getfacl) drives the mounted ACL test.
 # man-db and groff-base render and check the manual pages (tests/cli/test_man.sh).
+# dpkg-dev, debhelper and lintian build and check the Debian package
+# (debian/, tests/cli/test_deb.sh).
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
-	libsqlite3-dev clang libclang-rt-14-dev acl man-db groff-base)
+	libsqlite3-dev clang libclang-rt-14-dev acl man-db groff-base
+	dpkg-dev debhelper lintian)
 
 is_installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
