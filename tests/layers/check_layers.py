@@ -2,13 +2,14 @@
 """check_layers.py - calls only go down: checks the built objects of
 libordfs against the layer table (docs/layers.txt).
 
-Usage: check_layers.py LAYERS_TXT LIBORDFS_A [--swap A B]
+Usage: check_layers.py LAYERS_TXT LIBORDFS_A [--control A B]
 
 Reads every member of the archive with nm, resolves each undefined symbol
 to the member that defines it, and fails (exit 1) listing every use of a
 symbol of a higher layer, and every member whose folder is in no layer.
---swap A B exchanges two layers of the table first: the control that shows
-the check can fail (the test suite runs it and expects exit 1).
+--control A B is the control that shows the check catches a call up: it
+exchanges layers A and B of the table first (A below B, and B uses A's
+symbols) and succeeds only if the check then finds a call up.
 """
 import subprocess
 import sys
@@ -58,7 +59,11 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     rank, names = read_layers(argv[1])
-    if len(argv) == 6 and argv[3] == '--swap':
+    control = len(argv) == 6 and argv[3] == '--control'
+    if len(argv) == 6 and not control:
+        print(__doc__, file=sys.stderr)
+        return 2
+    if control:
         a, b = names.index(argv[4]), names.index(argv[5])
         rank = {f: (b if r == a else a if r == b else r) for f, r in rank.items()}
     members = read_archive(argv[2])
@@ -84,6 +89,12 @@ def main(argv):
                                 'a call up')
     for p in problems:
         print(p)
+    if control:
+        calls_up = [p for p in problems if p.endswith('a call up')]
+        print(f'control ({argv[4]} and {argv[5]} exchanged): '
+              f'{len(calls_up)} call(s) up found, as expected' if calls_up else
+              'control: no call up found after the exchange: the check is blind')
+        return 0 if calls_up and len(calls_up) == len(problems) else 1
     print(f'{len(members)} objects, {len(names)} layers: '
           f'{"OK" if not problems else str(len(problems)) + " problem(s)"}')
     return 1 if problems else 0
