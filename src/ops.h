@@ -28,7 +28,7 @@ struct ordfs_cred {
 	uint32_t uid, gid;
 };
 
-/* ---- namespace (namei.c) ---------------------------------------------- */
+/* ---- namespace (namei/) ------------------------------------------------- */
 
 int ordfs_lookup(struct ordfs *fs, struct inode *dir, const char *name,
 		 struct inode **out);
@@ -121,7 +121,7 @@ void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out);
 int ordfs_permission(struct ordfs *fs, struct inode *inode, const struct ordfs_cred *cred,
 		     const uint32_t *groups, uint32_t ngroups, unsigned want);
 
-/* ---- file data (file.c) ----------------------------------------------- */
+/* ---- file data (file/) ------------------------------------------------- */
 
 ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
 		    uint64_t off);
@@ -158,7 +158,7 @@ void ordfs_file_open(struct inode *inode, struct ordfs_file *f);
 int ordfs_file_fsync(struct ordfs *fs, struct inode *inode, struct ordfs_file *f,
 		     bool datasync);
 
-/* ---- space (fallocate.c / file.c) -------------------------------------- */
+/* ---- space (file/fallocate.c) ----------------------------------------- */
 
 /* fallocate(2), mode from <linux/falloc.h> (also in <fcntl.h>):
  * 0 or FALLOC_FL_KEEP_SIZE preallocates the holes as unwritten extents

@@ -478,7 +478,7 @@ static void keys_fix(struct path *p, unsigned level, uint64_t key)
 /* Frees mapped blocks [E7].  Every freed block is forgotten by the
  * journal and revoked if the live log holds a copy [J6]: directories and
  * symlinks go through the log, and so may file data (data=journal, and
- * small fsync'd runs in data=ordered, file.c).  A block never logged has
+ * small fsync'd runs in data=ordered, writeback/).  A block never logged has
  * no cached buffer, so forgetting it costs one cache lookup. */
 static int free_mapped(struct ordfs *fs, struct handle *h, uint64_t start, uint32_t len)
 {

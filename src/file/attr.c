@@ -3,7 +3,7 @@
  *
  * Owns: the translation between an inode and struct stat, and attribute
  * changes.  Rules: every change runs in one handle and sets ctime; a size
- * change goes through truncate (file.c); UTIME_NOW/UTIME_OMIT semantics
+ * change goes through truncate (truncate.c); UTIME_NOW/UTIME_OMIT semantics
  * are the caller's flags (ORDFS_SET_ATIME_NOW, ...); chown and chmod by
  * anyone but root clear set-user-ID and set-group-ID as Linux does; chmod
  * of an inode with an access ACL rewrites the ACL's USER_OBJ, MASK (or

@@ -2,7 +2,7 @@
  * fallocate.c - space management of regular files: fallocate (preallocate,
  * punch a hole, zero a range) and SEEK_DATA / SEEK_HOLE.
  *
- * Owns the policy only: pages belong to file.c (file.h), extent records to
+ * Owns the policy only: pages belong to the page index (inode/pages.h), extent records to
  * extent/.  The semantics, Linux's with the flags of <linux/falloc.h>:
  *
  *  - mode 0, KEEP_SIZE: every block of the range that is a hole and has no
@@ -33,7 +33,7 @@
  *    was followed by fsync, like a long write.  Zeroed edge bytes reach the
  *    disk with the next writeback of the file.
  *
- * Writing into UNWRITTEN blocks is writeback's business (file.c): the data
+ * Writing into UNWRITTEN blocks is writeback's business (writeback/): the data
  * is written in place, then a handle marks the blocks written [J1].
  *
  * SEEK_DATA / SEEK_HOLE: data is a page (delayed or not) or a written

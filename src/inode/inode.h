@@ -49,7 +49,7 @@ struct inode {
 	struct ordfs_mutex raw_lock; /* the inode's slot in its table buffer */
 	uint64_t sync_tid;     /* last transaction that changed the inode (atomic) */
 	uint64_t datasync_tid; /* last transaction that changed more than times (atomic) */
-	struct page_cache *pages; /* file data awaiting writeback (file.c) */
+	struct page_cache *pages; /* file data awaiting writeback (pages.h) */
 	bool times_dirty;      /* d's timestamps changed since the last inode_write */
 	bool atime_dirty;      /* lazytime: d.atime changed, not yet written
 				  (inode->lock; atomic, for racy peeks) */

@@ -23,7 +23,7 @@
  *     makes reachable (newly allocated) are written before the handle that
  *     records the allocation starts, so flush F1 of that transaction's commit
  *     makes them durable before its commit record can count (or they are
- *     logged in the transaction itself: small fsync'd data, file.c).
+ *     logged in the transaction itself: small fsync'd data, writeback/route.c).
  *     Overwrites of blocks already allocated are not ordered (as in jbd2).
  *  J2 Log before commit record.  Descriptor, block copies and revoke blocks
  *     are written before the commit record, whose CRC is chained over them

@@ -1,5 +1,5 @@
 /*
- * fs.c - mount and unmount of one ordfs image.
+ * mount.c - mount and unmount of one ordfs image.
  *
  * Owns: the mount sequence
  *   1. read and validate the superblock (nothing written yet; a refusal
@@ -14,7 +14,7 @@
  * checkpoint, empty log), then write the superblock clean with fresh free
  * counts.  Block 0 is written directly only while the journal is closed
  * (or aborted: ordfs_record_error).  All image I/O goes through the flush
- * guard (flush/guard.h), which carries out flush_error=.
+ * guard (blockdev/guard.h), which carries out flush_error=.
  */
 #include <errno.h>
 #include <stdlib.h>

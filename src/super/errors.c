@@ -1,5 +1,5 @@
 /*
- * policy.c - what the filesystem does when it finds an error at run time:
+ * errors.c - what the filesystem does when it finds an error at run time:
  * errors= for metadata corruption, and recording an error in the
  * superblock so it survives the mount.
  *
@@ -7,7 +7,7 @@
  * to errors=), ordfs_error_corruption, ordfs_error_internal,
  * ordfs_record_error, ordfs_writable.  (The
  * flush_error= policy for failing writes and flushes lives in guard.c and
- * in the journal's retry/abort choice; fs.c wires them.)
+ * in the journal's retry/abort choice; mount.c wires them.)
  *
  * Rules:
  *  - The error is recorded where it still can be: through the journal

@@ -54,7 +54,7 @@
  * (reused, so a large run does not fault in fresh memory; aligned, so a
  * bulk write can go to the disk directly, BLOCKDEV_DIRECT_BULK).
  * Background writeback (`paced`) goes in chunks of WB_CHUNK_BYTES and lets
- * waited-on syncs go first before each (flush/gate.h); a sync's own
+ * waited-on syncs go first before each (base/gate.h); a sync's own
  * writeback goes in chunks as large as the buffer. */
 static int write_run(struct ordfs *fs, struct page **v, uint32_t n, uint64_t phys, bool paced)
 {

@@ -1,7 +1,8 @@
 /*
- * xattr.c - extended attributes: setxattr, getxattr, listxattr,
- * removexattr (ops.h) and the helpers eviction and the checker need
- * (xattr.h).
+ * xattr.c - the extended attribute block (xattr.h): the steps of
+ * setxattr, getxattr, listxattr and removexattr (file/xattr.c takes the
+ * locks and retries), and what create, chmod, eviction and the checker
+ * need.
  *
  * Owns: each inode's one ORDFS_BT_XATTR block.  Layout (format.h), after
  * the 24-byte common header (owner = the inode):
@@ -38,17 +39,14 @@
  *    -ENODATA and -ENOSPC are decided before the handle starts.  In the
  *    handle, write access (or the new block) comes first; a failure after
  *    the first change aborts the journal rather than commit half of it.
- *  - Locking: the public calls take inode->lock (shared for get and list,
- *    exclusive for set and remove), then journal_start; nothing here waits
- *    for a commit while holding a handle [J8].
+ *  - Locking: the callers hold inode->lock (shared for get and list,
+ *    exclusive for set and remove); the steps start their own handles and
+ *    nothing here waits for a commit while holding one [J8].
  *  - Attribute changes write the inode without INODE_WRITE_DATASYNC: as on
  *    Linux, fdatasync need not make them durable, fsync does (sync_tid).
  *  - The two ACL namespaces hold acl.h's compact form, checked as part of
- *    the block on every use.  Their public calls translate the Linux
- *    xattr form (acl.c decides what to store and the new mode) and change
- *    the value and the mode in one handle; removing an absent ACL
- *    succeeds, as on ext4, and XATTR_CREATE/XATTR_REPLACE do not apply to
- *    them (Linux ignores the flags for ACLs).
+ *    the block on every use; a change can set the mode in the same handle
+ *    (file/xattr.c says what the system calls do with them).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -667,7 +665,7 @@ int xattr_verify(struct ordfs *fs, struct inode *inode)
 	return xattr_verify_acl(fs, inode, NULL);
 }
 
-/* ---- the ACL namespaces, for acl.c, namei.c and attr.c (xattr.h) -------- */
+/* ---- the ACL namespaces, for acl_inode.c, namei/ and file/ (xattr.h) -------- */
 
 int xattr_get_ns_locked(struct ordfs *fs, struct inode *inode, uint8_t ns, uint8_t **value,
 			uint32_t *len)
