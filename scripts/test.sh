@@ -54,15 +54,14 @@ for l in skipped + cases:
     print(l)
 PY
 ) || return 0
-	local counts
-	counts=$(head -n 1 <<<"$out")
-	set -- "$1" ${counts}
-	if [ "$2" -gt 0 ] || [ "$3" -gt 0 ]; then
-		echo "=== $1: $2 test(s) skipped, $3 case(s) skipped inside tests that ran:"
+	local tests cases
+	read -r tests cases <<<"$(head -n 1 <<<"$out")"
+	if [ "$tests" -gt 0 ] || [ "$cases" -gt 0 ]; then
+		echo "=== $1: $tests test(s) skipped, $cases case(s) skipped inside tests that ran:"
 		tail -n +2 <<<"$out"
 	fi
-	skips[$1]="$2 tests skipped"
-	[ "$3" -eq 0 ] || skips[$1]+=", $3 cases skipped"
+	skips[$1]="$tests tests skipped"
+	[ "$cases" -eq 0 ] || skips[$1]+=", $cases cases skipped"
 }
 
 run_suite() { # run_suite NAME DIR MESON_OPTION...
@@ -74,8 +73,8 @@ run_suite() { # run_suite NAME DIR MESON_OPTION...
 		return 1
 	fi
 	echo "=== $name: test"
-	# shellcheck disable=SC2086 # TEST_ARGS: words for meson test
 	local rc=0
+	# shellcheck disable=SC2086 # TEST_ARGS: words for meson test
 	meson test -C "$dir" --print-errorlogs ${TEST_ARGS:-} || rc=$?
 	report_skips "$name" "$dir"
 	if [ "$rc" -eq 0 ]; then
