@@ -4,17 +4,20 @@
 # mount it again and show that everything is still there.
 #
 # Usage: scripts/demo.sh [IMAGE [SIZE]]
-#   IMAGE defaults to build/demo.img, SIZE to 256M.  An existing IMAGE is
-#   replaced.  Needs /dev/fuse (it stops after mkfs + fsck without it).
+#   IMAGE defaults to build-demo/demo.img, SIZE to 256M.  An existing IMAGE
+#   is replaced.  Needs /dev/fuse (it stops after mkfs + fsck without it).
+#   The programs are built as users get them (no tests, and no test hooks
+#   in the daemon: -Dtest_hooks=false) in their own directory, BUILD_DIR
+#   (default build-demo), so the test build in build/ is left alone.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build}
+BUILD_DIR=${BUILD_DIR:-build-demo}
 image=${1:-$BUILD_DIR/demo.img}
 size=${2:-256M}
 
 bash scripts/install-deps.sh
-bash scripts/build.sh "$BUILD_DIR"
+bash scripts/build.sh "$BUILD_DIR" -Dtests=disabled -Dtest_hooks=false
 ordfs=$BUILD_DIR/src/ordfs
 mkfs=$BUILD_DIR/tools/mkfs.ordfs
 fsck=$BUILD_DIR/tools/fsck.ordfs

@@ -10,6 +10,11 @@
 #   TSAN_BUILD_DIR (default build-tsan) name the build directories;
 #   FUZZ_SECONDS (default 60, 0 = skip) bounds the fuzz run; TSAN=0 skips
 #   the ThreadSanitizer suite.  Exits non-zero if anything fails.
+#
+# A test that cannot run here (no /dev/fuse, not root, no man) is a SKIP,
+# not a failure: each suite lists its skipped tests with the reason they
+# printed, and the summary gives the counts.  The builds have the daemon's
+# test hooks (scripts/build.sh: -Dtest_hooks=true).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -23,7 +28,42 @@ bash scripts/install-deps.sh
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
 
-declare -A result
+declare -A result skips
+# report_skips NAME DIR: lists the tests the last `meson test` in DIR
+# skipped (exit 77; from meson-logs/testlog.json) with the reason each
+# printed, and the cases skipped inside tests that ran (their "SKIP ..."
+# lines); keeps the counts for the summary in skips[NAME].
+report_skips() {
+	local log=$2/meson-logs/testlog.json
+	skips[$1]=
+	[ -f "$log" ] || return 0
+	local out
+	out=$(python3 - "$log" <<'PY'
+import json, re, sys
+skipped, cases = [], []
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    text = (t.get("stdout") or "") + "\n" + (t.get("stderr") or "")
+    why = [l.strip() for l in text.splitlines() if re.match(r"(SKIP|skip)\b", l)]
+    if t.get("result") == "SKIP":
+        skipped.append("  skipped %s: %s" % (t["name"], why[0] if why else "(no reason printed)"))
+    elif why:
+        cases += ["  in %s: %s" % (t["name"], w) for w in why]
+print("%d %d" % (len(skipped), len(cases)))
+for l in skipped + cases:
+    print(l)
+PY
+) || return 0
+	local tests cases
+	read -r tests cases <<<"$(head -n 1 <<<"$out")"
+	if [ "$tests" -gt 0 ] || [ "$cases" -gt 0 ]; then
+		echo "=== $1: $tests test(s) skipped, $cases case(s) skipped inside tests that ran:"
+		tail -n +2 <<<"$out"
+	fi
+	skips[$1]="$tests tests skipped"
+	[ "$cases" -eq 0 ] || skips[$1]+=", $cases cases skipped"
+}
+
 run_suite() { # run_suite NAME DIR MESON_OPTION...
 	local name=$1 dir=$2
 	shift 2
@@ -33,8 +73,11 @@ run_suite() { # run_suite NAME DIR MESON_OPTION...
 		return 1
 	fi
 	echo "=== $name: test"
+	local rc=0
 	# shellcheck disable=SC2086 # TEST_ARGS: words for meson test
-	if meson test -C "$dir" --print-errorlogs ${TEST_ARGS:-}; then
+	meson test -C "$dir" --print-errorlogs ${TEST_ARGS:-} || rc=$?
+	report_skips "$name" "$dir"
+	if [ "$rc" -eq 0 ]; then
 		result[$name]="passed"
 	else
 		result[$name]="tests FAILED (see $dir/meson-logs/testlog.txt)"
@@ -89,7 +132,8 @@ echo
 echo "=== summary"
 status=0
 for name in normal asan+ubsan tsan fuzz; do
-	printf '%-12s %s\n' "$name" "${result[$name]}"
+	skipped=${skips[$name]:-}
+	printf '%-12s %s%s\n' "$name" "${result[$name]}" "${skipped:+ ($skipped)}"
 	case "${result[$name]}" in passed | skipped*) ;; *) status=1 ;; esac
 done
 exit $status

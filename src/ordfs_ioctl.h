@@ -9,9 +9,11 @@
  *
  * Rules: FUSE passes only ioctls whose size and direction are encoded in
  * the number (restricted ioctls), so every argument is a fixed struct.
- * ORDFS_IOC_TEST_FAULT works only in a daemon started with
- * ORDFS_TEST_FAULTS=1 in its environment, ORDFS_IOC_TEST_MARK only with
- * ORDFS_TEST_RECORD=PATH (ENOTTY otherwise).
+ * The ORDFS_IOC_TEST_* ioctls exist only in a daemon built with
+ * -Dtest_hooks=true (src/daemon/test_hooks.c; ENOTTY in any other build):
+ * ORDFS_IOC_TEST_FAULT works only in one started with ORDFS_TEST_FAULTS=1
+ * in its environment, ORDFS_IOC_TEST_MARK only with ORDFS_TEST_RECORD=PATH
+ * (ENOTTY otherwise).
  */
 #ifndef ORDFS_IOCTL_H
 #define ORDFS_IOCTL_H

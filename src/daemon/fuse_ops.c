@@ -3,7 +3,11 @@
  * reply.
  *
  * Owns: the mapping between FUSE node ids and inodes, and the lookup
- * counts.  Rules:
+ * counts; the request helpers every op file uses (fuse_glue.h); the ops
+ * on names, attributes, file data, directories, fallocate and lseek;
+ * op_init and the operations table.  The other op files: fuse_xattr.c
+ * (extended attributes, ACLs), fuse_ioctl.c (ORDFS_IOC_*), open_files.c
+ * (the error cursor in fi->fh).  Rules:
  *  - Node id 1 (FUSE_ROOT_ID) is the root inode (2); every other node id is
  *    the inode number (inode 1 is reserved and never exposed).
  *  - Every reply that hands the kernel an entry (lookup, create, mkdir,
@@ -43,18 +47,11 @@
 #include <sys/statvfs.h>
 
 #include "fuse_ops.h"
-#include "../stats/stats.h"
+#include "fuse_glue.h"
 #include "../fs.h"
 #include "inode/inode.h"
 #include "../ops.h"
-#include "../ordfs_ioctl.h"
-#include "../blockdev/blockdev.h"
 #include "../lock/lock.h"
-
-static struct daemon_ctx *ctx_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
 
 static uint32_t ino_of(fuse_ino_t node)
 {
@@ -66,9 +63,7 @@ static fuse_ino_t node_of(uint32_t ino)
 	return ino == ORDFS_ROOT_INO ? FUSE_ROOT_ID : ino;
 }
 
-/* Looks up the inode behind a node id with a reference, or replies with
- * the error and returns NULL. */
-static struct inode *get_inode(fuse_req_t req, fuse_ino_t node)
+struct inode *get_inode(fuse_req_t req, fuse_ino_t node)
 {
 	struct inode *inode;
 	if (node > UINT32_MAX) {
@@ -103,80 +98,19 @@ static void reply_entry(fuse_req_t req, struct inode *inode)
 		inode_put(ctx_of(req)->fs, inode); /* the kernel did not take it */
 }
 
-static struct ordfs_cred cred_of(fuse_req_t req)
+struct ordfs_cred cred_of(fuse_req_t req)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct ordfs_cred cred = { c->uid, c->gid };
 	return cred;
 }
 
-static void reply_result(fuse_req_t req, int err)
+void reply_result(fuse_req_t req, int err)
 {
 	ordfs_report_error(ctx_of(req)->fs, err, "a damaged block or structure");
 	fuse_reply_err(req, err < 0 ? -err : 0);
 }
 
-/* An open file's error cursor, on the context's list so the ones the
- * kernel never releases (loop ended first) can be freed at exit. */
-struct open_file {
-	struct ordfs_file f;
-	struct open_file *prev, *next;
-};
-
-/* Gives an open file its error cursor (fi->fh); false (and ENOMEM
- * replied) if there is no memory. */
-static bool attach_file(fuse_req_t req, struct inode *inode, struct fuse_file_info *fi)
-{
-	struct daemon_ctx *dc = ctx_of(req);
-	struct open_file *of = calloc(1, sizeof(*of));
-	if (!of) {
-		fuse_reply_err(req, ENOMEM);
-		return false;
-	}
-	ordfs_file_open(inode, &of->f);
-	ordfs_mutex_lock(&dc->files_lock);
-	of->next = dc->open_files;
-	if (of->next)
-		of->next->prev = of;
-	dc->open_files = of;
-	ordfs_mutex_unlock(&dc->files_lock);
-	fi->fh = (uint64_t)(uintptr_t)of;
-	return true;
-}
-
-static void detach_file(struct daemon_ctx *dc, struct fuse_file_info *fi)
-{
-	struct open_file *of = fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
-	if (!of)
-		return;
-	ordfs_mutex_lock(&dc->files_lock);
-	if (of->prev)
-		of->prev->next = of->next;
-	else
-		dc->open_files = of->next;
-	if (of->next)
-		of->next->prev = of->prev;
-	ordfs_mutex_unlock(&dc->files_lock);
-	free(of);
-	fi->fh = 0;
-}
-
-void daemon_release_all_files(struct daemon_ctx *dc)
-{
-	ordfs_mutex_lock(&dc->files_lock);
-	while (dc->open_files) {
-		struct open_file *of = dc->open_files;
-		dc->open_files = of->next;
-		free(of);
-	}
-	ordfs_mutex_unlock(&dc->files_lock);
-}
-
-static struct ordfs_file *file_of(const struct fuse_file_info *fi)
-{
-	struct open_file *of = fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
-	return of ? &of->f : NULL;
-}
 
 /* ---- names ------------------------------------------------------------- */
 
@@ -506,11 +440,8 @@ static void op_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 		detach_file(ctx_of(req), fi);
 }
 
-/* A reply buffer of size bytes (NULL is fine for size 0 when allow_empty).
- * On failure drops the inode reference, replies ENOMEM and returns NULL
- * with *failed set. */
-static char *reply_buffer(fuse_req_t req, struct inode *inode, size_t size, bool allow_empty,
-			  bool *failed)
+char *reply_buffer(fuse_req_t req, struct inode *inode, size_t size, bool allow_empty,
+		   bool *failed)
 {
 	*failed = false;
 	if (size == 0 && allow_empty)
@@ -710,49 +641,6 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t node, int datasync,
 	op_fsync(req, node, datasync, NULL);
 }
 
-#define CALLER_GROUPS_MAX 256
-
-/* Does process pid hold CAP_FSETID (its effective set, /proc/PID/status)?
- * If it cannot be read (the process is gone): only root is taken to. */
-static bool caller_has_fsetid(pid_t pid, uid_t uid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return uid == 0;
-	bool has = uid == 0, found = false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned long long caps;
-		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
-			has = (caps >> CAP_FSETID) & 1;
-			found = true;
-		}
-	}
-	fclose(f);
-	return has;
-}
-
-/* Who is asking, for ordfs_setxattr_by.  libfuse 3.14 drops the kernel's
- * FUSE_SETXATTR_ACL_KILL_SGID flag, so the daemon applies Linux's rule
- * itself from the caller's groups and capabilities. */
-static void caller_of(fuse_req_t req, struct ordfs_caller *c, uint32_t *groups)
-{
-	const struct fuse_ctx *fc = fuse_req_ctx(req);
-	gid_t list[CALLER_GROUPS_MAX];
-	int n = fuse_req_getgroups(req, CALLER_GROUPS_MAX, list);
-	if (n < 0)
-		n = 0;
-	if (n > CALLER_GROUPS_MAX)
-		n = CALLER_GROUPS_MAX;
-	for (int i = 0; i < n; i++)
-		groups[i] = (uint32_t)list[i];
-	c->cred = cred_of(req);
-	c->groups = groups;
-	c->ngroups = (uint32_t)n;
-	c->cap_fsetid = caller_has_fsetid(fc->pid, fc->uid);
-}
-
 static void op_fallocate(fuse_req_t req, fuse_ino_t node, int mode, off_t offset,
 			 off_t length, struct fuse_file_info *fi)
 {
@@ -796,165 +684,6 @@ static void op_lseek(fuse_req_t req, fuse_ino_t node, off_t off, int whence,
 		reply_result(req, (int)pos);
 	else
 		fuse_reply_lseek(req, pos);
-}
-
-/* ---- extended attributes -------------------------------------------------- */
-
-static void op_setxattr(fuse_req_t req, fuse_ino_t node, const char *name, const char *value,
-			size_t size, int flags)
-{
-	struct inode *inode = get_inode(req, node);
-	if (!inode)
-		return;
-	struct ordfs_caller caller;
-	uint32_t groups[CALLER_GROUPS_MAX];
-	bool access_acl = strcmp(name, "system.posix_acl_access") == 0;
-	if (access_acl)
-		caller_of(req, &caller, groups);
-	int err = ordfs_setxattr_by(ctx_of(req)->fs, inode, name, value, size, flags,
-				    access_acl ? &caller : NULL);
-	inode_put(ctx_of(req)->fs, inode);
-	reply_result(req, err);
-}
-
-/* getxattr and listxattr share the FUSE protocol: size 0 asks for the
- * length, otherwise the value (or -ERANGE). */
-static void reply_xattr_value(fuse_req_t req, ssize_t n, const char *buf, size_t size)
-{
-	if (n < 0)
-		reply_result(req, (int)n);
-	else if (size == 0)
-		fuse_reply_xattr(req, (size_t)n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
-}
-
-static void op_getxattr(fuse_req_t req, fuse_ino_t node, const char *name, size_t size)
-{
-	struct inode *inode = get_inode(req, node);
-	if (!inode)
-		return;
-	bool failed;
-	char *buf = reply_buffer(req, inode, size, true, &failed);
-	if (failed)
-		return;
-	ssize_t n = ordfs_getxattr(ctx_of(req)->fs, inode, name, buf, size);
-	inode_put(ctx_of(req)->fs, inode);
-	reply_xattr_value(req, n, buf, size);
-	free(buf);
-}
-
-static void op_listxattr(fuse_req_t req, fuse_ino_t node, size_t size)
-{
-	struct inode *inode = get_inode(req, node);
-	if (!inode)
-		return;
-	bool failed;
-	char *buf = reply_buffer(req, inode, size, true, &failed);
-	if (failed)
-		return;
-	ssize_t n = ordfs_listxattr(ctx_of(req)->fs, inode, buf, size);
-	inode_put(ctx_of(req)->fs, inode);
-	reply_xattr_value(req, n, buf, size);
-	free(buf);
-}
-
-static void op_removexattr(fuse_req_t req, fuse_ino_t node, const char *name)
-{
-	struct inode *inode = get_inode(req, node);
-	if (!inode)
-		return;
-	int err = ordfs_removexattr(ctx_of(req)->fs, inode, name);
-	inode_put(ctx_of(req)->fs, inode);
-	reply_result(req, err);
-}
-
-/* ---- control ----------------------------------------------------------------- */
-
-static int test_fault(struct daemon_ctx *dc, const void *in, size_t in_size)
-{
-	struct ordfs_test_fault tf;
-	if (!dc->test_faults)
-		return -ENOTTY;
-	if (in_size < sizeof(tf))
-		return -EINVAL;
-	memcpy(&tf, in, sizeof(tf));
-	if (tf.op == 2) {
-		blockdev_record_heal(dc->test_faults);
-		return 0;
-	}
-	if (tf.op > 1 || tf.err <= 0 || tf.err > 4095)
-		return -EINVAL;
-	struct blockdev_fault f = { .nth = tf.nth, .err = -tf.err,
-				    .persistent = tf.persistent != 0 };
-	blockdev_record_fault(dc->test_faults, tf.op == 0 ? BD_EV_WRITE : BD_EV_FLUSH, &f);
-	return 0;
-}
-
-static int test_mark(struct daemon_ctx *dc, const void *in, size_t in_size)
-{
-	struct ordfs_test_mark tm;
-	if (!dc->test_record)
-		return -ENOTTY;
-	if (in_size < sizeof(tm))
-		return -EINVAL;
-	memcpy(&tm, in, sizeof(tm));
-	tm.text[sizeof(tm.text) - 1] = '\0';
-	return blockdev_record_mark(dc->test_record, tm.text);
-}
-
-static void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg,
-		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
-		     size_t in_bufsz, size_t out_bufsz)
-{
-	(void)node;
-	(void)arg;
-	(void)fi;
-	if (flags & FUSE_IOCTL_COMPAT) {
-		fuse_reply_err(req, ENOSYS);
-		return;
-	}
-	int err;
-	switch ((unsigned)cmd) {
-	case ORDFS_IOC_SYNC:
-		err = ordfs_sync(ctx_of(req)->fs);
-		break;
-	case ORDFS_IOC_TRIM: {
-		struct ordfs_trim t;
-		if (out_bufsz < sizeof(t)) {
-			err = -EINVAL;
-			break;
-		}
-		err = ordfs_trim(ctx_of(req)->fs, &t.trimmed_bytes);
-		if (err)
-			break;
-		fuse_reply_ioctl(req, 0, &t, sizeof(t));
-		return;
-	}
-	case ORDFS_IOC_STATS: {
-		struct ordfs_stats st;
-		if (out_bufsz < sizeof(st)) {
-			err = -EINVAL;
-			break;
-		}
-		ordfs_stats_fill(ctx_of(req)->fs, &st);
-		fuse_reply_ioctl(req, 0, &st, sizeof(st));
-		return;
-	}
-	case ORDFS_IOC_TEST_FAULT:
-		err = test_fault(ctx_of(req), in_buf, in_bufsz);
-		break;
-	case ORDFS_IOC_TEST_MARK:
-		err = test_mark(ctx_of(req), in_buf, in_bufsz);
-		break;
-	default:
-		err = -ENOTTY;
-		break;
-	}
-	if (err)
-		reply_result(req, err);
-	else
-		fuse_reply_ioctl(req, 0, NULL, 0);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)

@@ -1,5 +1,6 @@
 /*
- * fuse_ops.h - the FUSE lowlevel operations table of the ordfs daemon.
+ * fuse_ops.h - the FUSE lowlevel operations table of the ordfs daemon, and
+ * the context its requests carry (the op files: see fuse_glue.h).
  */
 #ifndef ORDFS_FUSE_OPS_H
 #define ORDFS_FUSE_OPS_H
@@ -20,8 +21,10 @@ struct daemon_ctx {
 	struct ordfs *fs;
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
+#ifdef ORDFS_TEST_HOOKS /* -Dtest_hooks=true only: test_hooks.c */
 	struct blockdev *test_faults; /* the fault device (ORDFS_TEST_FAULTS=1) */
 	struct blockdev *test_record; /* the streaming recorder (ORDFS_TEST_RECORD) */
+#endif
 	struct ordfs_mutex files_lock;   /* open_files */
 	struct fuse_session *se;         /* for notifications to the kernel */
 	struct open_file *open_files; /* every open file's error cursor */

@@ -39,6 +39,7 @@
 #include "options.h"
 #include "utab.h"
 #include "mountinfo.h"
+#include "test_hooks.h"
 #include "../fs.h"
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
@@ -374,43 +375,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* Test hooks, both on a recording device under the filesystem:
-	 * ORDFS_TEST_FLUSH_LATCH=PATH makes every flush of the image wait while
-	 * PATH exists (the mounted latch test); ORDFS_TEST_FAULTS=1 lets
-	 * ORDFS_IOC_TEST_FAULT fail writes and flushes like a disk that loses
-	 * its cache (the mounted flush tests); ORDFS_TEST_RECORD=PATH streams
-	 * every write, flush and ORDFS_IOC_TEST_MARK of the image to PATH (the
-	 * crash states of a real client, tests/crash/crash_sqlite). */
+	/* Test hooks (a -Dtest_hooks=true build only, test_hooks.c): with an
+	 * ORDFS_TEST_* variable set, a recording device goes under the
+	 * filesystem; otherwise bd stays the image. */
 	struct blockdev *image_bd = bd;
 	struct daemon_ctx dctx = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
 	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
-	const char *latch = getenv("ORDFS_TEST_FLUSH_LATCH");
-	const char *faults = getenv("ORDFS_TEST_FAULTS");
-	const char *record = getenv("ORDFS_TEST_RECORD");
-	bool want_faults = faults && strcmp(faults, "1") == 0;
-	if ((latch && *latch) || want_faults || (record && *record)) {
-		struct blockdev *rec;
-		int stream = -1;
-		if (record && *record)
-			stream = open(record, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-		if ((record && *record && stream < 0) ||
-		    blockdev_record_create(image_bd, false, &rec) != 0 ||
-		    (latch && *latch && blockdev_record_latch_file(rec, latch) != 0)) {
-			logmsg(LOG_ERR, "cannot set up the test device");
-			if (stream >= 0)
-				close(stream);
-			blockdev_destroy(image_bd);
-			return 1;
-		}
-		if (stream >= 0) {
-			blockdev_record_stream(rec, stream);
-			dctx.test_record = rec;
-		}
-		if (want_faults) {
-			blockdev_record_drop_unflushed(rec, true);
-			dctx.test_faults = rec;
-		}
-		bd = rec;
+	if (test_hooks_setup(&dctx, image_bd, &bd) != 0) {
+		logmsg(LOG_ERR, "cannot set up the test device");
+		blockdev_destroy(image_bd);
+		return 1;
 	}
 	ordfs_log_set_sink(log_sink);
 	main_thread = pthread_self(); /* set again after the fork below */

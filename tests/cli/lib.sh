@@ -1,7 +1,10 @@
 # lib.sh - what the command-line tests share (sourced, not run).
 #
 # pass/fail/check count and print one line per check; summary prints the
-# totals and fails the script if any check failed.
+# totals and fails the script if any check failed.  skip ends a test that
+# cannot run here with one line saying why and exit 77, which meson counts
+# as SKIP (exit 0 would count as passed and hide it); skip_part says why a
+# part of a test that goes on is left out.
 
 FAILS=0
 CHECKS=0
@@ -12,6 +15,8 @@ check() { # check DESCRIPTION COMMAND...
 	shift
 	if "$@"; then pass "$what"; else fail "$what"; fi
 }
+skip() { echo "SKIP  $1"; exit 77; }
+skip_part() { echo "SKIP  $1"; }
 summary() {
 	echo "$CHECKS checks, $FAILS failed"
 	[ "$FAILS" -eq 0 ]

@@ -11,7 +11,6 @@ set -u
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 BUILD=$(readlink -f "${1:?usage: test_blockdev.sh BUILD_DIR}")
-skip() { echo "SKIP  $1"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "not root: loop devices need it"
 [ -c /dev/fuse ] || skip "/dev/fuse is missing"
 command -v losetup >/dev/null || skip "no losetup (Debian package mount)"

@@ -23,7 +23,6 @@ set -u
 
 BUILD=$(readlink -f "${1:?usage: test_man.sh BUILD_DIR [MAN_DIR]}")
 MANDIR=$(readlink -f "${2:-$(dirname "$(readlink -f "$0")")/../../docs/man}")
-skip() { echo "SKIP  $1"; exit 77; }
 command -v man >/dev/null 2>&1 || skip "man(1) is missing (Debian package man-db)"
 command -v groff >/dev/null 2>&1 || skip "groff is missing (Debian package groff-base)"
 [ -d "$MANDIR" ] || { echo "FAIL  no manual page directory $MANDIR"; exit 1; }
@@ -127,7 +126,7 @@ for prog in "${PROGRAMS[@]}"; do
 
 	bin=$(binary_of "$prog")
 	if [ ! -x "$bin" ]; then
-		echo "SKIP  $prog: not built ($bin), its --help is not compared with $prog.8"
+		skip_part "$prog: not built ($bin), its --help is not compared with $prog.8"
 		continue
 	fi
 	check "$prog --help exits 0 with output" exits_zero_with_output "$bin" --help

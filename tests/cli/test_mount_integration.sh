@@ -18,7 +18,6 @@ set -u
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 BUILD=$(readlink -f "${1:?usage: test_mount_integration.sh BUILD_DIR}")
-skip() { echo "SKIP  $1"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "not root: mount(8) and the helpers need it"
 [ -c /dev/fuse ] && [ -r /dev/fuse ] || skip "/dev/fuse is missing"
 [ -x /sbin/mount.fuse ] || [ -x /sbin/mount.fuse3 ] || skip "no /sbin/mount.fuse (Debian package fuse3)"

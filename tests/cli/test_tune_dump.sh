@@ -274,7 +274,7 @@ if $have_python; then
 	refused "an unknown feature bit" "does not know" "$TUNE" -L x img
 	check "dump.ordfs: shows the unknown feature" test "$(dump_field "Filesystem features")" = "ro_compat 0x100"
 else
-	echo "skip  error, replay and feature refusals made by patching the image: no python3"
+	skip_part "error, replay and feature refusals made by patching the image: no python3"
 fi
 
 "$MKFS" -q -F img 64M
@@ -314,7 +314,7 @@ stop_daemon() {
 }
 
 if [ -n "$fuse_reason" ]; then
-	echo "skip  checks with a mounted daemon: $fuse_reason"
+	skip_part "checks with a mounted daemon: $fuse_reason"
 else
 	mkdir -p mnt
 	"$MKFS" -q -F img 64M

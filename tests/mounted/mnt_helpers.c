@@ -720,6 +720,19 @@ static bool fuse_usable(void)
 	return true;
 }
 
+int mnt_skip_program(const char *why)
+{
+	printf("SKIP: %s\n", why);
+	fflush(stdout);
+	return SKIP_EXIT_CODE;
+}
+
+void mnt_skip_test(const char *test, const char *why)
+{
+	printf("SKIP  %s: %s\n", test, why);
+	fflush(stdout);
+}
+
 int mnt_run_suite(Suite *s)
 {
 	if (!fuse_usable()) {

@@ -10,7 +10,11 @@
  *
  * Rules:
  *  - A program skips (exit 77, one line saying why) only when /dev/fuse is
- *    missing or cannot be opened; anything else that goes wrong fails.
+ *    missing or cannot be opened, or when it needs the daemon's test hooks
+ *    for every test and the build has none (-Dtest_hooks=false); anything
+ *    else that goes wrong fails.  A program with only some tests that need
+ *    the hooks adds those with MNT_ADD_HOOK_TEST, which prints one SKIP
+ *    line per test left out.
  *  - Every test that mounts ends with mnt_stop() + mnt_check(): the daemon
  *    must exit 0 after `fusermount3 -u`, and the checker must find no
  *    problem on a clean image.
@@ -64,6 +68,35 @@ const char *mnt_root(void);
  * set umask 0 (modes in tests are exactly what they ask for), run the
  * suite verbosely, clean up.  Returns the exit code. */
 int mnt_run_suite(Suite *s);
+
+/* ---- the daemon's test hooks ------------------------------------------ */
+
+/* meson compiles the mounted tests with ORDFS_TEST_HOOKS exactly when the
+ * daemon has its test hooks (-Dtest_hooks=true: the ORDFS_TEST_* variables
+ * and ORDFS_IOC_TEST_* ioctls, src/daemon/test_hooks.c). */
+#ifdef ORDFS_TEST_HOOKS
+#define MNT_TEST_HOOKS 1
+#else
+#define MNT_TEST_HOOKS 0
+#endif
+#define MNT_NO_TEST_HOOKS                                                              \
+	"the daemon was built without its test hooks "                                 \
+	"(configure with -Dtest_hooks=true; scripts/build.sh does)"
+
+/* main() of a program whose every test needs the hooks, in a build
+ * without them: prints "SKIP: why" and returns 77. */
+int mnt_skip_program(const char *why);
+/* Prints "SKIP  test: why" for one test left out. */
+void mnt_skip_test(const char *test, const char *why);
+/* Adds test fn to tc if the daemon has its test hooks, else says it skips
+ * it. */
+#define MNT_ADD_HOOK_TEST(tc, fn)                                                      \
+	do {                                                                           \
+		if (MNT_TEST_HOOKS)                                                    \
+			tcase_add_test((tc), fn);                                      \
+		else                                                                   \
+			mnt_skip_test(#fn, MNT_NO_TEST_HOOKS);                         \
+	} while (0)
 
 /* ---- one test's filesystem -------------------------------------------- */
 

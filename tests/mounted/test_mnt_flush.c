@@ -413,11 +413,12 @@ int main(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_ordfsctl_sync_makes_everything_durable);
 	tcase_add_test(tc, test_fsync_of_readonly_descriptor);
-	tcase_add_test(tc, test_policy_report);
-	tcase_add_test(tc, test_policy_ignore);
-	tcase_add_test(tc, test_policy_remount_ro);
-	tcase_add_test(tc, test_policy_abort);
-	tcase_add_test(tc, test_report_persistent_then_device_returns);
+	/* These need the fault device (ORDFS_TEST_FAULTS). */
+	MNT_ADD_HOOK_TEST(tc, test_policy_report);
+	MNT_ADD_HOOK_TEST(tc, test_policy_ignore);
+	MNT_ADD_HOOK_TEST(tc, test_policy_remount_ro);
+	MNT_ADD_HOOK_TEST(tc, test_policy_abort);
+	MNT_ADD_HOOK_TEST(tc, test_report_persistent_then_device_returns);
 	tcase_add_test(tc, test_errors_continue);
 	tcase_add_test(tc, test_errors_remount_ro);
 	tcase_add_test(tc, test_errors_abort);

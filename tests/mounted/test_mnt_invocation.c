@@ -325,7 +325,7 @@ static Suite *invocation_suite(void)
 	tcase_add_test(tc, test_refuses_image_not_ordfs);
 	tcase_add_test(tc, test_refuses_missing_mountpoint);
 	tcase_add_test(tc, test_refuses_image_in_use);
-	tcase_add_test(tc, test_mount_waits_for_exiting_daemon);
+	MNT_ADD_HOOK_TEST(tc, test_mount_waits_for_exiting_daemon); /* the latch */
 	tcase_add_test(tc, test_sigterm_stops_cleanly);
 	tcase_add_test(tc, test_sigint_stops_cleanly);
 	suite_add_tcase(s, tc);

@@ -305,8 +305,9 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_sqlite_rollback_journal);
 	tcase_add_test(tc, test_sqlite_wal);
-	tcase_add_test(tc, test_sqlite_power_cut_states_rollback);
-	tcase_add_test(tc, test_sqlite_power_cut_states_wal);
+	/* These need the recording device (ORDFS_TEST_RECORD). */
+	MNT_ADD_HOOK_TEST(tc, test_sqlite_power_cut_states_rollback);
+	MNT_ADD_HOOK_TEST(tc, test_sqlite_power_cut_states_wal);
 	suite_add_tcase(s, tc);
 	return mnt_run_suite(s);
 }

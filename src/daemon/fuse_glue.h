@@ -1,0 +1,73 @@
+/*
+ * fuse_glue.h - what the daemon's FUSE op files share: the request helpers
+ * of fuse_ops.c, the open files' error cursors (open_files.c), the caller's
+ * identity (fuse_xattr.c) and the ops that live outside fuse_ops.c, for
+ * its operations table.
+ *
+ * The op files: fuse_ops.c (names, attributes, file data, directories,
+ * fallocate and lseek, init, the table), fuse_xattr.c (extended attributes
+ * and ACLs), fuse_ioctl.c (ORDFS_IOC_*), open_files.c (fi->fh).  Rules as
+ * in fuse_ops.c: every handler ends in exactly one reply.
+ */
+#ifndef ORDFS_FUSE_GLUE_H
+#define ORDFS_FUSE_GLUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fuse_ops.h"
+#include "../ops.h"
+
+struct inode;
+struct ordfs_file;
+
+static inline struct daemon_ctx *ctx_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* Looks up the inode behind a node id with a reference, or replies with
+ * the error and returns NULL. */
+struct inode *get_inode(fuse_req_t req, fuse_ino_t node);
+/* The caller's uid and gid. */
+struct ordfs_cred cred_of(fuse_req_t req);
+/* Replies with a negative errno (0: success); -EUCLEAN goes through the
+ * errors= policy first. */
+void reply_result(fuse_req_t req, int err);
+/* A reply buffer of size bytes (NULL is fine for size 0 when allow_empty).
+ * On failure drops the inode reference, replies ENOMEM and returns NULL
+ * with *failed set. */
+char *reply_buffer(fuse_req_t req, struct inode *inode, size_t size, bool allow_empty,
+		   bool *failed);
+
+/* ---- open files (open_files.c) ----------------------------------------- */
+
+/* Gives an open file its error cursor (fi->fh); false (and ENOMEM
+ * replied) if there is no memory. */
+bool attach_file(fuse_req_t req, struct inode *inode, struct fuse_file_info *fi);
+/* Frees fi's error cursor (release, or a reply the kernel did not take). */
+void detach_file(struct daemon_ctx *dc, struct fuse_file_info *fi);
+/* fi's error cursor, NULL for a directory or no fi. */
+struct ordfs_file *file_of(const struct fuse_file_info *fi);
+
+/* ---- the caller (fuse_xattr.c) ----------------------------------------- */
+
+#define CALLER_GROUPS_MAX 256
+
+/* Who is asking, with its groups (in groups[CALLER_GROUPS_MAX]) and
+ * whether it holds CAP_FSETID: the inputs of Linux's set-group-ID rules
+ * (ACL set, fallocate). */
+void caller_of(fuse_req_t req, struct ordfs_caller *c, uint32_t *groups);
+
+/* ---- ops outside fuse_ops.c -------------------------------------------- */
+
+void op_setxattr(fuse_req_t req, fuse_ino_t node, const char *name, const char *value,
+		 size_t size, int flags);
+void op_getxattr(fuse_req_t req, fuse_ino_t node, const char *name, size_t size);
+void op_listxattr(fuse_req_t req, fuse_ino_t node, size_t size);
+void op_removexattr(fuse_req_t req, fuse_ino_t node, const char *name);
+void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_file_info *fi,
+	      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+
+#endif
