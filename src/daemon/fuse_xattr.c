@@ -16,7 +16,7 @@
 
 #include "fuse_glue.h"
 #include "../fs.h"
-#include "../inode.h"
+#include "inode/inode.h"
 #include "../ops.h"
 
 /* Does process pid hold CAP_FSETID (its effective set, /proc/PID/status)?

@@ -13,7 +13,7 @@
 
 #include "fuse_glue.h"
 #include "../fs.h"
-#include "../inode.h"
+#include "inode/inode.h"
 #include "../lock/lock.h"
 
 /* An open file's error cursor, on the context's list so the ones the
