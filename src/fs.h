@@ -1,6 +1,7 @@
 /*
  * fs.h - one mounted ordfs: the object every layer above the block device
- * hangs off, and mount/unmount.
+ * hangs off (a header shared by all layers; each field says which layer's
+ * code owns it), the mount options, and mount/unmount (mount/mount.c).
  *
  * Owns: struct ordfs, the in-memory superblock, the mount sequence
  * (validate superblock -> recover journal -> load allocator -> open journal
@@ -84,7 +85,7 @@ struct ordfs {
 	struct ordfs_mutex rename_lock;  /* directory renames across parents */
 	uint64_t dirty_pages;         /* delayed pages fs-wide (atomic) */
 
-	/* Periodic writeback of delayed data (every commit interval). */
+	/* The writeback layer's (writeback/): the thread, the dirty limit. */
 	pthread_t writeback_thread;
 	bool writeback_started;
 	bool writeback_stop;          /* writeback_lock */
