@@ -531,7 +531,7 @@ struct dir_fill {
 };
 
 /* FUSE offsets: 1 after ".", 2 after "..", 2 + cookie after an entry
- * (directory cookies are below 2^63 - 2 in practice: see dir.c). */
+ * (directory cookies are below 2^63 - 2 in practice: see dir/dir_readdir.c). */
 static int add_dirent(struct dir_fill *f, const char *name, uint32_t ino, mode_t type,
 		      off_t next)
 {

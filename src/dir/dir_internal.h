@@ -1,15 +1,18 @@
 /*
- * dir_internal.h - payload helpers shared by dir.c (the tree), dir_leaf.c
- * (leaf blocks) and dir_index.c (index blocks), and exposed to
- * tests/unit/test_dir.c so the leaf code can be tested on crafted hash
- * collisions.  Not for use outside src/dir/ and its test.
+ * dir_internal.h - what the files of src/dir/ share: the payload helpers
+ * of dir_leaf.c (leaf blocks) and dir_index.c (index blocks), and the tree
+ * access of dir.c used by dir_ops.c, dir_grow.c, dir_readdir.c and
+ * dir_verify.c.  Exposed to tests/unit/test_dir.c so the leaf code can be
+ * tested on crafted hash collisions.  Not for use outside src/dir/ and its
+ * test.
  *
  * Vocabulary:
  *  - entry area: the bytes after a leaf's 32-byte node header: `used` bytes
  *    of entries (format.h), sorted by (hash, name), each 8-byte aligned.
  *  - bucket: the top 56 bits of a hash (hash >> DIR_BUCKET_SHIFT).  Every
  *    entry of one bucket lives in one leaf, index keys are bucket starts
- *    (low 8 bits zero), and a readdir cookie is bucket << 7 | slot (dir.c).
+ *    (low 8 bits zero), and a readdir cookie is bucket << 7 | slot
+ *    (dir_readdir.c).
  *
  * The *_problem() checkers return NULL for a sound structure or a static
  * one-line description of the first thing wrong; callers on the hot path
@@ -188,5 +191,85 @@ uint64_t dindex_split_insert(uint8_t *left, uint8_t *right, uint32_t block_size,
 /* Structure of an index node: count 1..capacity, level 1..DIR_MAX_LEVEL,
  * keys bucket-aligned and strictly increasing, children in [1, nblocks). */
 const char *dindex_problem(const uint8_t *blk, uint32_t block_size, uint64_t nblocks);
+
+/* ---- the tree (dir.c) ---------------------------------------------------- */
+
+struct buf;
+struct handle;
+struct inode;
+struct ordfs;
+
+/* One directory operation's view of the directory. */
+struct dctx {
+	struct ordfs *fs;
+	struct inode *dir;
+	uint32_t bs;
+	uint64_t nblocks;
+	uint32_t max_ino;
+	struct ordfs_extent ext; /* last mapping found; len 0 = none */
+};
+
+/* A directory block in use: its buffer holds a reference. */
+struct dnode {
+	uint64_t lblk;
+	uint64_t pblk;
+	struct buf *b;
+};
+
+/* Root-to-leaf path: node[0] is the root, node[levels] the leaf, pos[i] the
+ * record followed in index node i. */
+struct dpath {
+	uint32_t levels;
+	struct dnode node[DIR_MAX_LEVEL + 1];
+	uint32_t pos[DIR_MAX_LEVEL + 1];
+};
+
+/* Key range a node must respect: [lo, hi), or [lo, 2^64) without hi. */
+struct dbounds {
+	uint64_t lo, hi;
+	bool has_hi;
+};
+
+/* Sets up dc for one operation on dir: -ENOTDIR, or -EUCLEAN if the size is
+ * not a whole number of blocks or too large. */
+int dctx_init(struct dctx *dc, struct ordfs *fs, struct inode *dir);
+/* Physical block of logical block lblk; a hole or a block outside the data
+ * area is -EUCLEAN. */
+int dctx_map(struct dctx *dc, uint64_t lblk, uint64_t *pblk);
+bool dnode_is_leaf(const uint8_t *blk);
+/* Height of a node above the leaves (0 for a leaf). */
+uint32_t dnode_level(const uint8_t *blk);
+/* Reads and verifies logical block lblk (want: ORDFS_BT_DIR_LEAF or
+ * _INDEX, 0 for either).  On -EUCLEAN, *why (if given) says what is wrong. */
+int dnode_get(struct dctx *dc, uint64_t lblk, uint16_t want, struct dnode *out,
+	      const char **why);
+void dnode_put(struct dctx *dc, struct dnode *n);
+/* Keeps the live buffer's checksum valid after a change (dir.c). */
+void dnode_csum(struct dctx *dc, struct dnode *n);
+void dpath_put(struct dctx *dc, struct dpath *p);
+uint8_t *dpath_leaf(struct dpath *p);
+/* Does the node respect the key range its parent gives it? */
+const char *dnode_range_problem(const uint8_t *blk, const struct dbounds *r);
+/* The key range of child pos of an index node whose range is r. */
+struct dbounds dbounds_child(const uint8_t *blk, uint32_t pos, const struct dbounds *r);
+/* Fills p with the path from the root to the leaf that holds (or would
+ * hold) hash.  The directory has at least one block. */
+int dir_descend(struct dctx *dc, uint64_t hash, struct dpath *p);
+/* Descends to name's leaf.  1 if present (*off at it), 0 if absent (*off
+ * where it would go), the path held either way; or a negative errno. */
+int dir_find(struct dctx *dc, const char *name, size_t len, struct dpath *p,
+	     uint32_t *off);
+/* Name checks plus the directory's context; 1 if the directory has blocks. */
+int dir_begin(struct dctx *dc, struct ordfs *fs, struct inode *dir, const char *name,
+	      size_t len);
+
+/* ---- adding entries that need new blocks (dir_grow.c) --------------------- */
+
+/* First entry of a directory without blocks: block 0 becomes a leaf. */
+int dir_add_first(struct dctx *dc, struct handle *h, const struct dir_entry *e);
+/* The leaf has no room for e (to go at off): split the leaf (and full index
+ * nodes above it, and the root if it is full) and insert e. */
+int dir_add_split(struct dctx *dc, struct handle *h, struct dpath *p,
+		  const struct dir_entry *e, uint32_t off);
 
 #endif

@@ -353,7 +353,7 @@ static inline void ordfs_inode_location(const struct ordfs_super *sb, uint32_t i
  * (low 8 bits zero) and strictly increasing; record 0's key equals the key
  * the parent holds for the node (0 in the root); children are logical
  * blocks >= 1 (block 0 is always the root).  readdir cookies are derived
- * from buckets (src/dir/dir.c).
+ * from buckets (src/dir/dir_readdir.c).
  */
 #define ORDFS_DIR_NODE_HDR 32u
 #define ORDFS_DIR_INDEX_REC 16u
