@@ -28,6 +28,7 @@
 #include "inode/inode.h"
 #include "../alloc/alloc.h"
 #include "../cache/bcache.h"
+#include "journal/journal.h"
 
 /* ---- lookup ---------------------------------------------------------------- */
 
@@ -86,6 +87,15 @@ uint32_t extent_credits(struct ordfs *fs, struct inode *inode, uint32_t max_reco
 		bitmaps = fs->sb.block_bitmap_blocks;
 	uint64_t total = nodes + bitmaps + INODE_WRITE_CREDITS;
 	return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+}
+
+uint32_t extent_records_per_handle(struct ordfs *fs, struct inode *inode, uint32_t most,
+				   uint32_t least)
+{
+	uint32_t n = most;
+	while (n > least && extent_credits(fs, inode, n) > journal_max_credits(fs->journal))
+		n /= 2;
+	return n;
 }
 
 struct walk {

@@ -46,10 +46,7 @@ int orphan_truncate_end(struct ordfs *fs, struct inode *inode)
 int unmap_range(struct ordfs *fs, struct inode *inode, uint64_t first_lblk, uint64_t count)
 {
 	/* As many records per handle as the journal allows, up to 16. */
-	uint32_t per_handle = 16;
-	while (per_handle > 1 &&
-	       extent_credits(fs, inode, per_handle) > journal_max_credits(fs->journal))
-		per_handle /= 2;
+	uint32_t per_handle = extent_records_per_handle(fs, inode, 16, 1);
 	for (;;) {
 		struct handle *h;
 		int err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);

@@ -231,10 +231,8 @@ int writeback_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t l
 			       uint64_t count, uint32_t flags, uint64_t disk_size,
 			       bool orders_data)
 {
-	uint32_t per_handle = 8; /* record changes; a range inside one record needs 5 */
-	while (per_handle > 2 &&
-	       extent_credits(fs, inode, per_handle) > journal_max_credits(fs->journal))
-		per_handle /= 2;
+	/* record changes; a range inside one record needs 5 */
+	uint32_t per_handle = extent_records_per_handle(fs, inode, 8, 2);
 	for (;;) {
 		struct handle *h;
 		int err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
