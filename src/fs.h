@@ -62,30 +62,38 @@ struct ordfs_options {
 void ordfs_options_default(struct ordfs_options *opts);
 
 struct ordfs {
+	/* mount/ sets these up; every layer reads them. */
 	struct blockdev *bd;      /* the flush guard over the caller's device */
 	struct blockdev *raw_bd;  /* the caller's device (not owned) */
 	struct ordfs_options opts;
 	uint32_t block_size;
 	uint32_t csum_seed;
-
-	struct ordfs_mutex sb_lock; /* guards sb */
-	struct ordfs_super sb;
-
 	struct bcache *cache;
 	struct journal *journal; /* NULL when mounted read-only */
 	struct alloc *alloc;
 	struct inode_cache *icache;
-
 	struct journal_recovery_info recovery; /* what the mount replayed */
 
+	/* super/ */
+	struct ordfs_mutex sb_lock; /* guards sb */
+	struct ordfs_super sb;
+	bool stopped;                 /* fatal() was called (sb_lock) */
+	bool error_recorded;          /* sb_lock */
+	uint32_t io_errors_logged;    /* flush_error=report logs the first few */
+
+	/* alloc/ (discard.c) */
+	bool discard_off;             /* the backend refused a discard (atomic) */
+
+	/* inode/ (pages.c) */
+	uint64_t dirty_pages;         /* delayed pages fs-wide (atomic) */
+
+	/* orphan/ */
 	struct ordfs_mutex orphan_lock;  /* orphan list (orphan.h): sb.orphan_head,
 					 next_orphan, the in-memory links */
 	struct inode *orphan_first;   /* orphan_lock: the list in memory */
 	uint32_t orphan_count;        /* orphan_lock (atomic reads): its length */
-	struct ordfs_mutex rename_lock;  /* directory renames across parents */
-	uint64_t dirty_pages;         /* delayed pages fs-wide (atomic) */
 
-	/* The writeback layer's (writeback/): the thread, the dirty limit. */
+	/* writeback/: the thread, the dirty limit */
 	pthread_t writeback_thread;
 	bool writeback_started;
 	bool writeback_stop;          /* writeback_lock */
@@ -95,13 +103,15 @@ struct ordfs {
 	uint64_t dirty_limit_pages;   /* set by dirty_limit=; 0: self-tuned */
 	uint64_t dirty_limit_cap_pages; /* the self-tuned limit stays below (RAM/8) */
 	uint64_t write_bandwidth;     /* bulk writes, bytes/s, running average (atomic) */
-	struct sync_gate sync_gate;   /* waited-on syncs before background writeback */
-	struct latency_hist fsync_latency; /* ordfs_fsync since mount (atomic) */
-	bool discard_off;             /* the backend refused a discard (atomic) */
 
-	bool stopped;                 /* fatal() was called (sb_lock) */
-	bool error_recorded;          /* sb_lock */
-	uint32_t io_errors_logged;    /* flush_error=report logs the first few */
+	/* base/gate.c, shared by writeback/ (yields) and flush/ (enters) */
+	struct sync_gate sync_gate;   /* waited-on syncs before background writeback */
+
+	/* namei/ */
+	struct ordfs_mutex rename_lock;  /* directory renames across parents */
+
+	/* flush/ */
+	struct latency_hist fsync_latency; /* ordfs_fsync since mount (atomic) */
 };
 
 /* Mounts the image on bd (not owned).  On failure returns a negative errno

@@ -76,7 +76,7 @@ typedef int (*ordfs_emit_fn)(void *ctx, const char *name, size_t len, uint32_t i
 int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_emit_fn emit,
 		  void *ctx);
 
-/* ---- attributes (attr.c) ----------------------------------------------- */
+/* ---- attributes (file/attr.c) ------------------------------------------ */
 
 #define ORDFS_SET_MODE 0x01u
 #define ORDFS_SET_UID 0x02u
@@ -106,7 +106,7 @@ void ordfs_getattr(struct ordfs *fs, struct inode *inode, struct stat *st);
 int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_setattr *sa);
 void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out);
 
-/* ---- permissions (acl.c) ------------------------------------------------ */
+/* ---- permissions (xattr/acl_inode.c) ------------------------------------ */
 
 /* Linux's permission check (generic_permission) of a caller for want, a
  * mask of R_OK, W_OK, X_OK: the owner by the mode's owner bits; others by
@@ -137,7 +137,7 @@ int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync);
 /* Writes back all dirty data, commits and flushes (ordfsctl sync). */
 int ordfs_sync(struct ordfs *fs);
 
-/* ---- discard (discard.c) ------------------------------------------------- */
+/* ---- discard (alloc/discard.c) ------------------------------------------- */
 
 /* Discards every free block of the image (fstrim); *trimmed: the bytes.
  * -EOPNOTSUPP if the backend cannot discard. */
@@ -168,7 +168,7 @@ int ordfs_file_fsync(struct ordfs *fs, struct inode *inode, struct ordfs_file *f
  * -EINVAL (len 0, off or len negative as off_t), -EOPNOTSUPP (other modes,
  * PUNCH_HOLE without KEEP_SIZE or with ZERO_RANGE), -EISDIR, -ESPIPE (FIFO),
  * -ENODEV (other non-regular), -EFBIG (off + len past 2^62), -EROFS,
- * -ENOSPC (nothing changed if the holes could not fit; see fallocate.c). */
+ * -ENOSPC (nothing changed if the holes could not fit; see file/fallocate.c). */
 int ordfs_fallocate(struct ordfs *fs, struct inode *inode, int mode, uint64_t off,
 		    uint64_t len);
 /* lseek(2) with SEEK_DATA or SEEK_HOLE: the resulting offset, or -ENXIO (off
@@ -177,7 +177,7 @@ int ordfs_fallocate(struct ordfs *fs, struct inode *inode, int mode, uint64_t of
  * unwritten extents without pages are holes; EOF is a hole. */
 off_t ordfs_seek_data_hole(struct ordfs *fs, struct inode *inode, uint64_t off, int whence);
 
-/* ---- extended attributes (xattr.c) ------------------------------------ */
+/* ---- extended attributes (file/xattr.c) ------------------------------- */
 
 /* Linux semantics (see xattr.h for the rules).  Names: "user.", "trusted.",
  * "security." + at least one byte, or exactly "system.posix_acl_access" /

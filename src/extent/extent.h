@@ -68,8 +68,9 @@ int extent_set_flags(struct ordfs *fs, struct handle *h, struct inode *inode, ui
 /* Worst-case metadata blocks one insert or remove (of up to max_records)
  * can dirty: tree path splits, bitmap blocks, the inode. */
 uint32_t extent_credits(struct ordfs *fs, struct inode *inode, uint32_t max_records);
-/* How many records one handle may change: `most`, halved down to `least`
- * until extent_credits fits the journal's largest handle. */
+/* How many records one handle may change: `most`, halved (not below
+ * `least`; both powers of two) until extent_credits fits the journal's
+ * largest handle. */
 uint32_t extent_records_per_handle(struct ordfs *fs, struct inode *inode, uint32_t most,
 				   uint32_t least);
 

@@ -1,5 +1,5 @@
 /*
- * file.h - what the file operations share inside the file layer (the
+ * file.h - what the file operations share inside file/ (ops layer) (the
  * public calls are in ops.h): blocks into pages (page_io.c) and truncate
  * with the lock held (truncate.c).
  *

@@ -71,7 +71,8 @@ struct inode {
 
 /* Frees an unlinked inode on disk when its last reference goes (the
  * orphan layer's orphan_evict; the mount gives it, so the cache never
- * calls up into the layers that free blocks). */
+ * calls up into the layers that free blocks).  Called with no handle
+ * held [J8] and without the inode's lock (the eviction takes it). */
 typedef void (*inode_evict_fn)(struct ordfs *fs, struct inode *inode);
 
 int inode_cache_create(struct ordfs *fs, inode_evict_fn evict, struct inode_cache **out);

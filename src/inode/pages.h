@@ -7,7 +7,7 @@
  * grow), the fs-wide count of dirty pages (fs->dirty_pages) and the
  * reservation a page over a hole holds (alloc_reserve, given back when the
  * page goes without becoming a block).  Reading blocks into pages is the
- * file layer's (file/page_io.c), writing them out the writeback layer's.
+ * file operations' (file/page_io.c), writing them out the writeback layer's.
  *
  * Rules: inode->lock (exclusive) guards an inode's pages; a shared lock is
  * enough to look them up.  Pages are dropped once written back: the

@@ -34,9 +34,10 @@ void orphan_evict(struct ordfs *fs, struct inode *inode)
 	if (S_ISREG(inode->d.mode)) {
 		/* Its data dies with it: pages dropped, blocks freed. */
 		err = pages_drop_range(fs, inode, 0, UINT64_MAX);
-		inode->size = inode->d.size = 0;
-		if (!err)
+		if (!err) {
+			inode->size = inode->d.size = 0;
 			err = orphan_truncate_blocks(fs, inode, 0);
+		}
 	} else if (!(inode->d.flags & ORDFS_INODE_FAST_SYMLINK)) {
 		err = unmap_from(fs, inode, 0); /* directory, long symlink: metadata */
 	}

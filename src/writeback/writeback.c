@@ -104,8 +104,8 @@ static int log_run(struct ordfs *fs, struct handle *h, struct page **v, uint32_t
 	return err;
 }
 
-/* Number of blocks from phys on, at most n, whose cached state (see the
- * header: cached blocks are written through the log) is `cached`. */
+/* Number of blocks from phys on, at most n, whose cached state (route.h: a
+ * cached block is written through the log) is `cached`. */
 static uint32_t cached_run(struct ordfs *fs, uint64_t phys, uint32_t n, bool cached)
 {
 	uint32_t k = 0;

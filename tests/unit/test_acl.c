@@ -1,6 +1,6 @@
 /*
- * test_acl.c - POSIX ACLs (acl.c, and their use in xattr.c, namei.c,
- * attr.c and the checker): the Linux xattr form and its validation, the
+ * test_acl.c - POSIX ACLs (xattr/acl.c and acl_inode.c, and their use in
+ * file/xattr.c, namei/create.c, file/attr.c and the checker): the Linux xattr form and its validation, the
  * compact on-disk form and its checks, the mode <-> ACL rules (setting,
  * chmod, the equivalent ACL stored as nothing), inheritance at create
  * (files, directories, device nodes and FIFOs, not symlinks; the umask

@@ -1,5 +1,5 @@
 /*
- * test_xattr.c - extended attributes (xattr.c) end to end on an in-memory
+ * test_xattr.c - extended attributes (xattr/xattr.c, file/xattr.c) end to end on an in-memory
  * image: the five namespaces, Linux's errors for names, flags, sizes and
  * buffers, the one-block limit (-ENOSPC, nothing changed), a full
  * filesystem, order, persistence, crash recovery (and power cut at each
