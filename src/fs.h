@@ -57,6 +57,13 @@ struct ordfs_options {
 	 * filesystem only goes read-only. */
 	void (*fatal)(void *ctx, int err);
 	void *fatal_ctx;
+	/* The filesystem changed an inode's attributes on its own (not in a
+	 * request about them: st_blocks after writeback), so whoever caches
+	 * them (the kernel, through the daemon) must forget them.  NULL:
+	 * nobody caches.  Called with no handle held, possibly under the
+	 * inode's lock: it must not call back into the filesystem. */
+	void (*attr_changed)(void *ctx, uint32_t ino);
+	void *attr_changed_ctx;
 };
 
 void ordfs_options_default(struct ordfs_options *opts);

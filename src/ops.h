@@ -128,6 +128,13 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
 		   uint64_t off);
 int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size);
+/* True if the kernel may keep serving the file's (or directory's) data
+ * from its cache through a new open: no read could change its atime now
+ * under the mount's policy (atime_reads_may_be_cached), or the filesystem
+ * is read-only.  Otherwise the open drops the cache, so the read that
+ * must update atime reaches the filesystem. */
+bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode);
+
 /* ---- durability (flush/sync.c) ----------------------------------------- */
 
 /* Makes the file's data and the metadata needed to reach it durable

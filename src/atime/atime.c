@@ -43,6 +43,17 @@ bool atime_needs_update(const struct atime_policy *p, bool is_dir,
 	return ordfs_timespec_cmp(atime, now) != 0;
 }
 
+bool atime_reads_may_be_cached(const struct atime_policy *p, bool is_dir,
+				struct ordfs_timespec atime, struct ordfs_timespec mtime,
+				struct ordfs_timespec ctime, struct ordfs_timespec now)
+{
+	if (p->mode == ATIME_NOATIME || (is_dir && p->nodiratime))
+		return true;
+	if (p->mode == ATIME_STRICT)
+		return false; /* every read changes atime */
+	return !relatime_needs_update(atime, mtime, ctime, now);
+}
+
 bool atime_parse_option(const char *opt, struct atime_policy *p)
 {
 	if (strcmp(opt, "relatime") == 0)

@@ -37,6 +37,16 @@ bool atime_needs_update(const struct atime_policy *p, bool is_dir,
 			struct ordfs_timespec atime, struct ordfs_timespec mtime,
 			struct ordfs_timespec ctime, struct ordfs_timespec now);
 
+/* True if no read of the inode could change its atime now under policy
+ * p, so the kernel may serve reads from its page cache (or readdir from
+ * its cache) without asking: noatime (nodiratime for a directory)
+ * always; relatime while atime is newer than mtime and ctime and younger
+ * than 24 hours; strictatime never.  Asked at open: a file held open
+ * across the 24-hour boundary keeps being served from the cache. */
+bool atime_reads_may_be_cached(const struct atime_policy *p, bool is_dir,
+			       struct ordfs_timespec atime, struct ordfs_timespec mtime,
+			       struct ordfs_timespec ctime, struct ordfs_timespec now);
+
 /* -1, 0, 1 as a is before, equal to, after b. */
 int ordfs_timespec_cmp(struct ordfs_timespec a, struct ordfs_timespec b);
 

@@ -20,25 +20,20 @@
  *  - Every open regular file has a struct ordfs_file in fi->fh: its
  *    cursor into the file's write errors, so fsync through it reports each
  *    error once (errseq).
- *  - Caching: attributes and names are cached by the kernel for
- *    attr_timeout/entry_timeout seconds (1 s); the kernel page cache keeps
- *    file data (no keep_cache: it is dropped at open), and the writeback
- *    cache is off, so every write() reaches the daemon in order.
- *  - Access times and caching, the trade-off: the kernel leaves atime to
- *    the daemon (FUSE inodes are S_NOATIME) and sees a new atime after a
- *    read (it drops the cached atime), but only reads that miss the
- *    kernel's page cache reach ordfs.  Dropping the cache at every open
- *    makes the first read through each open reach us: enough for
- *    relatime (the mutt case: the first read after a write updates
- *    atime) and for strictatime across opens; rereading data already
- *    cached within one open is not seen.  Caching nothing (direct_io)
- *    would see every read but costs every read a round trip and, with
- *    libfuse 3.14, mmap.  The writeback cache stays off, so the kernel
- *    never reads a page just to complete a partial write: every READ we
- *    get is a read a program made.
+ *  - Caching (DESIGN.md, "What the kernel caches"): attributes, names and
+ *    absent names are cached for a day (DAEMON_*_TIMEOUT): every change
+ *    but the filesystem's own reaches ordfs through the kernel, which
+ *    updates or drops what it holds, and the filesystem's own changes are
+ *    told to it (daemon_attr_changed).  File pages and readdir results
+ *    are kept across opens when no read could change atime under the
+ *    mount's policy (ordfs_open_keeps_cache); otherwise the open drops
+ *    them so the read that owes an atime reaches ordfs.  The writeback
+ *    cache stays off, so every write() reaches the daemon in order and
+ *    every READ we get is a read a program made.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,16 +136,32 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (!dir)
 		return;
 	int err;
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+	bool dots = strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+	if (dots)
 		err = lookup_self_or_parent(ctx_of(req)->fs, dir, name, &child);
 	else
 		err = ordfs_lookup(ctx_of(req)->fs, dir, name, &child);
 	inode_put(ctx_of(req)->fs, dir);
+	if (err == -ENOENT && !dots) {
+		/* Remembered as absent until a create through the kernel. */
+		struct fuse_entry_param e;
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = ctx_of(req)->negative_timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
 	if (err) {
 		reply_result(req, err);
 		return;
 	}
 	reply_entry(req, child);
+}
+
+void daemon_attr_changed(void *ctx, uint32_t ino)
+{
+	struct daemon_ctx *dc = ctx;
+	if (dc->se) /* fails harmlessly once the session has ended */
+		(void)fuse_lowlevel_notify_inval_inode(dc->se, node_of(ino), -1, 0);
 }
 
 static void op_forget_one(struct ordfs *fs, fuse_ino_t node, uint64_t nlookup)
@@ -434,10 +445,27 @@ static void op_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 		reply_result(req, err);
 		return;
 	}
+	/* The kernel's cached pages stay unless a read must reach us for its
+	 * atime (or this open truncated the file). */
+	fi->keep_cache = !(fi->flags & O_TRUNC) && ordfs_open_keeps_cache(ctx_of(req)->fs, inode);
 	bool ok = attach_file(req, inode, fi);
 	inode_put(ctx_of(req)->fs, inode);
 	if (ok && fuse_reply_open(req, fi) != 0)
 		detach_file(ctx_of(req), fi);
+}
+
+/* Directories: the kernel caches readdir results (and drops them when a
+ * name in the directory changes through it) under the same atime rule. */
+static void op_opendir(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
+{
+	struct inode *inode = get_inode(req, node);
+	if (!inode)
+		return;
+	bool keep = ordfs_open_keeps_cache(ctx_of(req)->fs, inode);
+	inode_put(ctx_of(req)->fs, inode);
+	fi->cache_readdir = keep;
+	fi->keep_cache = keep;
+	fuse_reply_open(req, fi);
 }
 
 char *reply_buffer(fuse_req_t req, struct inode *inode, size_t size, bool allow_empty,
@@ -728,6 +756,7 @@ const struct fuse_lowlevel_ops ordfs_fuse_ops = {
 	.rmdir = op_rmdir,
 	.rename = op_rename,
 	.open = op_open,
+	.opendir = op_opendir,
 	.read = op_read,
 	.write = op_write,
 	.flush = op_flush,

@@ -21,6 +21,7 @@ struct daemon_ctx {
 	struct ordfs *fs;
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
+	double negative_timeout; /* seconds it may remember that a name is absent */
 #ifdef ORDFS_TEST_HOOKS /* -Dtest_hooks=true only: test_hooks.c */
 	struct blockdev *test_faults; /* the fault device (ORDFS_TEST_FAULTS=1) */
 	struct blockdev *test_record; /* the streaming recorder (ORDFS_TEST_RECORD) */
@@ -33,6 +34,19 @@ struct daemon_ctx {
 /* Frees the error cursors of files still open when the FUSE loop ended
  * (a lazy unmount, an abort): the kernel never sends their release. */
 void daemon_release_all_files(struct daemon_ctx *dc);
+
+/* How long the kernel may trust what it caches: ordfs is the only writer
+ * of its image and every change but those the filesystem makes on its own
+ * reaches it through the kernel, which updates or drops what it holds;
+ * the rest the daemon tells it (daemon_attr_changed).  DESIGN.md,
+ * "What the kernel caches". */
+#define DAEMON_ATTR_TIMEOUT 86400.0
+#define DAEMON_ENTRY_TIMEOUT 86400.0
+#define DAEMON_NEGATIVE_TIMEOUT 86400.0
+
+/* struct ordfs_options.attr_changed: tells the kernel to forget the
+ * inode's cached attributes (ctx: the struct daemon_ctx). */
+void daemon_attr_changed(void *ctx, uint32_t ino);
 
 extern const struct fuse_lowlevel_ops ordfs_fuse_ops;
 

@@ -379,7 +379,9 @@ int main(int argc, char **argv)
 	 * ORDFS_TEST_* variable set, a recording device goes under the
 	 * filesystem; otherwise bd stays the image. */
 	struct blockdev *image_bd = bd;
-	struct daemon_ctx dctx = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
+	struct daemon_ctx dctx = { .attr_timeout = DAEMON_ATTR_TIMEOUT,
+				   .entry_timeout = DAEMON_ENTRY_TIMEOUT,
+				   .negative_timeout = DAEMON_NEGATIVE_TIMEOUT };
 	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
 	if (test_hooks_setup(&dctx, image_bd, &bd) != 0) {
 		logmsg(LOG_ERR, "cannot set up the test device");
@@ -389,6 +391,8 @@ int main(int argc, char **argv)
 	ordfs_log_set_sink(log_sink);
 	main_thread = pthread_self(); /* set again after the fork below */
 	o.fs.fatal = on_fatal;
+	o.fs.attr_changed = daemon_attr_changed;
+	o.fs.attr_changed_ctx = &dctx;
 	struct fuse_session *se = make_session(&o, &dctx, argv[0]);
 	dctx.se = se;
 	if (!se) {

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fs.h"
 #include "file.h"
@@ -21,6 +22,18 @@
 #include "inode/pages.h"
 #include "lock/lock.h"
 #include "writeback/writeback.h"
+
+bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode)
+{
+	if (ordfs_writable(fs) != 0)
+		return true; /* no atime changes on a read-only filesystem */
+	ordfs_rwlock_rdlock(&inode->lock);
+	bool keep = atime_reads_may_be_cached(&fs->opts.atime, S_ISDIR(inode->d.mode),
+					      inode->d.atime, inode->d.mtime, inode->d.ctime,
+					      ordfs_now());
+	ordfs_rwlock_unlock(&inode->lock);
+	return keep;
+}
 
 ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len, uint64_t off)
 {

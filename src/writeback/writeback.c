@@ -350,6 +350,9 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited,
 		return err;
 	if (n > max_pages)
 		n = max_pages;
+	/* What st_blocks counts (allocated + delayed): a reservation becoming
+	 * its block leaves it alone, extent-tree blocks do not. */
+	uint64_t st_blocks = inode->d.blocks + pages_delayed_blocks(inode);
 
 	struct wb_route_facts facts = {
 		.mode = fs->opts.data_mode,
@@ -389,6 +392,8 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited,
 	if (!err && !pages_has_dirty(inode) &&
 	    (inode->d.size != inode->size || inode->times_dirty || inode->atime_dirty))
 		err = update_disk_size(fs, inode);
+	if (fs->opts.attr_changed && inode->d.blocks + pages_delayed_blocks(inode) != st_blocks)
+		fs->opts.attr_changed(fs->opts.attr_changed_ctx, inode->ino);
 	return err;
 }
 

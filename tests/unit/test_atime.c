@@ -83,12 +83,62 @@ START_TEST(test_nanoseconds_matter)
 }
 END_TEST
 
+/* The kernel may serve reads from its cache (keep_cache at open). */
+static const struct atime_case cache_cases[] = {
+	/* relatime: atime newer than mtime and ctime, under 24 h: cached */
+	{ ATIME_RELATIME, false, false, 3000, 2000, 2000, 3001, true },
+	/* written since the last read (the mutt case): not cached */
+	{ ATIME_RELATIME, false, false, 1000, 2000, 2000, 3000, false },
+	{ ATIME_RELATIME, false, false, 2000, 1000, 2500, 3000, false },
+	/* 24 h old: the next read must refresh it */
+	{ ATIME_RELATIME, false, false, 10000, 1, 1, 10000 + DAY, false },
+	{ ATIME_RELATIME, false, false, 10000, 1, 1, 10000 + DAY - 1, true },
+	/* strictatime: never, even when atime equals now */
+	{ ATIME_STRICT, false, false, 3001, 2000, 2000, 3001, false },
+	/* noatime: always */
+	{ ATIME_NOATIME, false, false, 1000, 2000, 2000, 3000 + DAY, true },
+	/* nodiratime: always for directories, files by the mode */
+	{ ATIME_STRICT, true, true, 1000, 2000, 2000, 3000, true },
+	{ ATIME_STRICT, true, false, 3001, 2000, 2000, 3001, false },
+	{ ATIME_RELATIME, false, true, 1000, 2000, 2000, 3000, false },
+};
+
+START_TEST(test_cache_table)
+{
+	const struct atime_case *c = &cache_cases[_i];
+	struct atime_policy p = { c->mode, c->nodiratime, false };
+	bool got = atime_reads_may_be_cached(&p, c->is_dir, ts(c->atime, 0), ts(c->mtime, 0),
+					     ts(c->ctime, 0), ts(c->now, 0));
+	ck_assert_msg(got == c->expect, "case %d: got %d", _i, got);
+}
+END_TEST
+
+/* Safety over every case of the policy table: whenever reads may be
+ * served from the cache, no read would have changed atime. */
+START_TEST(test_cached_reads_never_owe_an_atime)
+{
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct atime_case *c = &cases[i];
+		struct atime_policy p = { c->mode, c->nodiratime, false };
+		if (atime_reads_may_be_cached(&p, c->is_dir, ts(c->atime, 0), ts(c->mtime, 0),
+					      ts(c->ctime, 0), ts(c->now, 0)))
+			ck_assert_msg(!atime_needs_update(&p, c->is_dir, ts(c->atime, 0),
+							  ts(c->mtime, 0), ts(c->ctime, 0),
+							  ts(c->now, 0)),
+				      "case %u", i);
+	}
+}
+END_TEST
+
 static Suite *atime_suite(void)
 {
 	Suite *s = suite_create("atime");
 	TCase *tc = tcase_create("policy");
 	tcase_add_loop_test(tc, test_policy_table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, test_nanoseconds_matter);
+	tcase_add_loop_test(tc, test_cache_table, 0,
+			    (int)(sizeof(cache_cases) / sizeof(cache_cases[0])));
+	tcase_add_test(tc, test_cached_reads_never_owe_an_atime);
 	suite_add_tcase(s, tc);
 	return s;
 }
