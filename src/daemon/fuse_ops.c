@@ -737,6 +737,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_POSIX_ACL)
 		conn->want |= FUSE_CAP_POSIX_ACL;
 #endif
+	/* Kept pages are dropped when the kernel sees a file's mtime or size
+	 * change (libfuse asks for it by default; the caching rules of
+	 * DESIGN.md, "What the kernel caches", rely on it, so ask here). */
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 }
 
 const struct fuse_lowlevel_ops ordfs_fuse_ops = {
