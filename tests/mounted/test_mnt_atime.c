@@ -7,7 +7,8 @@
  *
  * Times are set with utimensat instead of sleeping; every comparison is
  * in nanoseconds (ordfs keeps them).  A read here is open + read + close,
- * so each one reaches the daemon (the kernel drops its cache at open).
+ * and each one that owes an atime reaches the daemon (the kernel drops
+ * its cache at such an open: test_mnt_cache.c).
  */
 #include <dirent.h>
 #include <fcntl.h>
