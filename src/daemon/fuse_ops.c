@@ -518,13 +518,6 @@ static void op_write(fuse_req_t req, fuse_ino_t node, const char *buf, size_t si
 		fuse_reply_write(req, (size_t)n);
 }
 
-static void op_flush(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
-{
-	(void)node;
-	(void)fi;
-	fuse_reply_err(req, 0);
-}
-
 static void op_release(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 {
 	(void)node;
@@ -764,7 +757,10 @@ const struct fuse_lowlevel_ops ordfs_fuse_ops = {
 	.opendir = op_opendir,
 	.read = op_read,
 	.write = op_write,
-	.flush = op_flush,
+	/* No .flush: close() has nothing to tell us (write errors are reported
+	 * by fsync, once per open file, as on ext4; there are no POSIX locks
+	 * to release here), so the kernel stops sending FLUSH after the first
+	 * ENOSYS and every close saves a round trip. */
 	.release = op_release,
 	.fsync = op_fsync,
 	.readdir = op_readdir,
