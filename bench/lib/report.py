@@ -352,7 +352,7 @@ def main():
               "over a directory of the host filesystem: the FUSE ceiling.\n"
               % (meta.get("image_size"), meta.get("host_fs")))
     md.append("Notes: latencies are fio's, of the fsync (fdatasync for B3) "
-              "call alone. B4 cold: ordfs and fuse2fs are unmounted and "
+              "call alone. B4 cold: the FUSE targets are unmounted and "
               "mounted again, then the host's caches are dropped for all; "
               "warm: read again at once (ordfs drops the kernel's page cache "
               "of a file at each open, so its warm read comes from the daemon "

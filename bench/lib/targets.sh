@@ -45,7 +45,11 @@ PASSTHROUGH_BIN=$BUILD/ceiling/passthrough_ll
 passthrough_source() { # the passthrough_ll.c that libfuse3-dev installed, if any
 	local f
 	f=$(dpkg -L libfuse3-dev 2>/dev/null | grep -m1 -E '/passthrough_ll\.c(\.gz)?$' || true)
-	[ -n "$f" ] || f=$(ls /usr/share/doc/libfuse3-dev/examples/passthrough_ll.c* 2>/dev/null | head -1)
+	if [ -z "$f" ]; then
+		for f in /usr/share/doc/libfuse3-dev/examples/passthrough_ll.c{,.gz} ""; do
+			[ ! -e "$f" ] || break
+		done
+	fi
 	echo "$f"
 }
 

@@ -229,7 +229,7 @@ w_B8() { # 1, 2, 4, 8 threads, each appending + fsyncing its own file
 }
 
 w_B9() { # a developer's day: unpack the source, configure, build, clone, git status, rm -rf
-	local dir=$2/b9 raw=$3 t0 t1 i out=() targets=()
+	local dir=$2/b9 raw=$3 t0 t1 i out=() objs=()
 	mkdir "$dir"
 	# no compiler cache: every target compiles everything itself
 	export CCACHE_DISABLE=1
@@ -247,15 +247,15 @@ w_B9() { # a developer's day: unpack the source, configure, build, clone, git st
 	# shellcheck disable=SC2086 # the options are words
 	bounded 600 meson setup $B9_MESON_OPTS "$dir/src/build" "$dir/src" >"$raw/B9-setup.txt" 2>&1
 	if [ "$B9_OBJECTS" -gt 0 ]; then
-		mapfile -t targets < <(ninja -C "$dir/src/build" -t targets all |
+		mapfile -t objs < <(ninja -C "$dir/src/build" -t targets all |
 			grep -o '^src/libordfs\.a\.p/[^:]*\.o' | head -n "$B9_OBJECTS")
-		[ ${#targets[@]} -gt 0 ] || {
+		[ ${#objs[@]} -gt 0 ] || {
 			echo "no objects of src/libordfs.a in build.ninja" >&2
 			return 1
 		}
 	fi
 	lap setup
-	bounded 1200 ninja -C "$dir/src/build" -j2 "${targets[@]}" >"$raw/B9-build.txt" 2>&1
+	bounded 1200 ninja -C "$dir/src/build" -j2 "${objs[@]}" >"$raw/B9-build.txt" 2>&1
 	lap build
 	# a clone through git's own transport (--no-local: one pack file, then
 	# a checkout), as from a server; safe.directory: the repository may
