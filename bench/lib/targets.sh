@@ -73,7 +73,11 @@ passthrough_build() { # build PASSTHROUGH_BIN if missing or older than its sourc
 	fi
 	# shellcheck disable=SC2046 # pkg-config's flags are words
 	${CC:-cc} -Wall -O2 -I"$exdir" $(pkg-config fuse3 --cflags) "$src" \
-		-o "$PASSTHROUGH_BIN" $(pkg-config fuse3 --libs)
+		-o "$PASSTHROUGH_BIN" $(pkg-config fuse3 --libs) || {
+		echo "${CC:-cc} failed on $src (exit $?)" >&2
+		rm -f "$PASSTHROUGH_BIN"
+		return 1
+	}
 }
 
 target_check() { # prints why TARGET cannot run here; prints nothing if it can
@@ -110,7 +114,7 @@ target_check() { # prints why TARGET cannot run here; prints nothing if it can
 		elif ! command -v fusermount3 >/dev/null; then
 			echo "no fusermount3 (Debian package fuse3)"
 		elif [ ! -x "$PASSTHROUGH_BIN" ]; then
-			echo "passthrough_ll was not built: $(tail -1 "$WORK/logs/passthrough-build.log" 2>/dev/null)"
+			echo "passthrough_ll was not built (passthrough-build.log): $(tail -1 "$WORK/logs/passthrough-build.log" 2>/dev/null)"
 		fi
 		;;
 	esac
