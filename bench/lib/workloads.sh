@@ -233,6 +233,14 @@ w_B9() { # a developer's day: unpack the source, configure, build, clone, git st
 	mkdir "$dir"
 	# no compiler cache: every target compiles everything itself
 	export CCACHE_DISABLE=1
+	logged() { # logged LOG COMMAND...: the output into LOG; on failure its first error on stderr
+		local log=$1 rc=0
+		shift
+		"$@" >>"$log" 2>&1 || rc=$?
+		[ $rc -eq 0 ] || echo "$3 failed (exit $rc): $({ grep -m1 -iE 'error|fatal' "$log" ||
+			tail -1 "$log"; } | cut -c1-200)" >&2
+		return $rc
+	}
 	lap() { # lap NAME: seconds since the last lap, as a JSON member
 		t1=$(date +%s.%N)
 		out+=("$(awk -v n="$1" -v a="$t0" -v b="$t1" 'BEGIN { printf "\"%s_s\": %.3f", n, b - a }')")
@@ -245,7 +253,7 @@ w_B9() { # a developer's day: unpack the source, configure, build, clone, git st
 	tar -xf "$B9_TARBALL" -C "$dir/src"
 	lap copy
 	# shellcheck disable=SC2086 # the options are words
-	bounded 600 meson setup $B9_MESON_OPTS "$dir/src/build" "$dir/src" >"$raw/B9-setup.txt" 2>&1
+	logged "$raw/B9-setup.txt" bounded 600 meson setup $B9_MESON_OPTS "$dir/src/build" "$dir/src"
 	if [ "$B9_OBJECTS" -gt 0 ]; then
 		mapfile -t objs < <(ninja -C "$dir/src/build" -t targets all |
 			grep -o '^src/libordfs\.a\.p/[^:]*\.o' | head -n "$B9_OBJECTS")
@@ -255,16 +263,16 @@ w_B9() { # a developer's day: unpack the source, configure, build, clone, git st
 		}
 	fi
 	lap setup
-	bounded 1200 ninja -C "$dir/src/build" -j2 "${objs[@]}" >"$raw/B9-build.txt" 2>&1
+	logged "$raw/B9-build.txt" bounded 1200 ninja -C "$dir/src/build" -j2 "${objs[@]}"
 	lap build
 	# a clone through git's own transport (--no-local: one pack file, then
 	# a checkout), as from a server; safe.directory: the repository may
 	# belong to another user than root
-	bounded 600 git -c safe.directory='*' clone -q --no-local "$B9_REPO" "$dir/clone" \
-		>"$raw/B9-clone.txt" 2>&1
+	logged "$raw/B9-clone.txt" bounded 600 git -c safe.directory='*' clone -q --no-local \
+		"$B9_REPO" "$dir/clone"
 	lap clone
 	for ((i = 0; i < B9_STATUS_RUNS; i++)); do
-		bounded 300 git -C "$dir/clone" status --porcelain >>"$raw/B9-status.txt" 2>&1
+		logged "$raw/B9-status.txt" bounded 300 git -C "$dir/clone" status --porcelain
 	done
 	lap status
 	rm -rf "$dir"
