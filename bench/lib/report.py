@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """report.py - bench/run's report: medians over rounds, ratios to the host
-directory, a markdown table, a gnuplot plot of fsync latency, a JSON file.
+directory and to the FUSE ceiling (passthrough_ll), markdown tables, a
+gnuplot plot of fsync latency, a JSON file.
 
 Usage: report.py OUTDIR
 
 Reads what bench/run left in OUTDIR: meta.txt and skips.txt (tab-separated)
-and raw/r<ROUND>/<TARGET>/ (fio JSON, dbench text, manyfiles.py JSON).
+and raw/r<ROUND>/<TARGET>/ (fio JSON, dbench text, manyfiles.py JSON,
+B9.json).
 Writes OUTDIR/results.md, OUTDIR/results.json, OUTDIR/fsync_latency.png
 (with its gnuplot script and data under OUTDIR/plot/).  A figure a round
 did not produce is left out of that figure's median; one no round
@@ -19,11 +21,13 @@ import statistics
 import subprocess
 import sys
 
-TARGETS = ["host", "ordfs", "ext4", "fuse2fs"]
+TARGETS = ["host", "ordfs", "ext4", "fuse2fs", "passthrough"]
 LABELS = {"host": "host dir", "ordfs": "ordfs", "ext4": "ext4 (loop)",
-          "fuse2fs": "fuse2fs"}
+          "fuse2fs": "fuse2fs", "passthrough": "passthrough_ll (FUSE ceiling)"}
 COLORS = {"host": "#000000", "ordfs": "#d62728", "ext4": "#1f77b4",
-          "fuse2fs": "#2ca02c"}
+          "fuse2fs": "#2ca02c", "passthrough": "#9467bd"}
+# the FUSE ceiling: every figure is also divided by this target's
+CEILING = "passthrough"
 MIB = 1024 * 1024
 
 
@@ -69,6 +73,10 @@ def reader_mibs(raw):
 
 def manyfiles(raw, name, key):
     return read_json(os.path.join(raw, name))[key]
+
+
+def b9(key):
+    return lambda d: read_json(os.path.join(d, "B9.json"))[key]
 
 
 # (id, workload, figure, unit, better: "hi" or "lo", extractor of one round)
@@ -122,6 +130,13 @@ METRICS = [
      lambda d: fio_job(d, "B8.json", "t4")["write"]["iops"]),
     ("B8.8", "B8", "fsyncs/s, 8 threads", "/s", "hi",
      lambda d: fio_job(d, "B8.json", "t8")["write"]["iops"]),
+    ("B9.copy", "B9", "unpack the source (tar -x)", "s", "lo", b9("copy_s")),
+    ("B9.setup", "B9", "meson setup", "s", "lo", b9("setup_s")),
+    ("B9.build", "B9", "ninja -j2", "s", "lo", b9("build_s")),
+    ("B9.clone", "B9", "git clone", "s", "lo", b9("clone_s")),
+    ("B9.status", "B9", "git status, all runs", "s", "lo", b9("status_s")),
+    ("B9.rm", "B9", "rm -rf of it all", "s", "lo", b9("rm_s")),
+    ("B9.total", "B9", "total", "s", "lo", b9("total_s")),
 ]
 
 WORKLOADS = {
@@ -133,6 +148,8 @@ WORKLOADS = {
     "B6": "dbench, 2 clients",
     "B7": "B1 + a tar reader looping over a tree on the same target",
     "B8": "N threads, each 4 KiB append + fsync on its own file",
+    "B9": "a developer's day: unpack the project's source, meson setup, "
+          "ninja, git clone, git status, rm -rf (seconds per phase)",
 }
 CURVES = [("B1", "B1.json", "B1"), ("B2", "B2.json", "fsyncer"),
           ("B7", "B7.json", "B7")]
@@ -144,6 +161,13 @@ def read_tsv(path):
         with open(path) as f:
             rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
     return rows
+
+
+def unit_suffix(what, unit):
+    """ " (ms)" after a figure's name, unless the name already says it."""
+    if unit in ("/s", "x") or unit in what.split():
+        return ""
+    return " (%s)" % unit
 
 
 def fmt(v):
@@ -199,8 +223,8 @@ def main():
         b1, b7 = med.get(("B1.p99", t)), med.get(("B7.p99", t))
         med[("B7.vsB1", t)] = b7 / b1 if b1 and b7 is not None else None
 
-    def ratio(mid, t):
-        h, v = med.get((mid, "host")), med.get((mid, t))
+    def ratio(mid, t, ref="host"):
+        h, v = med.get((mid, ref)), med.get((mid, t))
         return v / h if h and v is not None else None
 
     # the table
@@ -212,7 +236,7 @@ def main():
     for mid, w, what, unit, better, get in METRICS:
         if not any(med.get((mid, t)) is not None for t in active):
             continue
-        unit_s = "" if unit in ("/s", "x") or unit in what else " (%s)" % unit
+        unit_s = unit_suffix(what, unit)
         cells = []
         for t in columns:
             if t not in active:
@@ -236,6 +260,27 @@ def main():
             w, what, unit_s, "higher" if better == "hi" else "lower",
             "".join(" %s |" % c for c in cells)))
     table = "\n".join(lines)
+
+    # the second table: every figure over the FUSE ceiling's
+    ceiling_table = None
+    others = [t for t in columns if t not in ("host", CEILING)]
+    if CEILING in active and others:
+        lines = ["| workload | figure | better |" + "".join(
+            " %s |" % LABELS[t] for t in others)]
+        lines.append("|---|---|---|" + "---:|" * len(others))
+        for mid, w, what, unit, better, _ in METRICS:
+            if med.get((mid, CEILING)) is None:
+                continue
+            cells = []
+            for t in others:
+                r = ratio(mid, t, CEILING) if t in active else None
+                cells.append("%.2f" % r if r is not None else
+                             ("skipped" if t not in active else "n/a"))
+            unit_s = unit_suffix(what, unit)
+            lines.append("| %s | %s%s | %s |%s" % (
+                w, what, unit_s, "higher" if better == "hi" else "lower",
+                "".join(" %s |" % c for c in cells)))
+        ceiling_table = "\n".join(lines)
 
     # the latency curves: per target, per percentile, the median over rounds
     curves = {}
@@ -275,13 +320,24 @@ def main():
                   n, "" if n == 1 else "s", load, meta.get("cpus", "?"),
                   "; busy at the start: " + ", ".join(busy) if busy else ""))
     md.append(table + "\n")
+    if ceiling_table:
+        md.append("Against the FUSE ceiling: each median over that of "
+                  "**passthrough_ll** (libfuse's example, `-o cache=always`, "
+                  "over a directory of the same host filesystem) from the same "
+                  "run: what a FUSE daemon that does nothing of its own "
+                  "reaches. For rates above 1 is better than the ceiling, for "
+                  "latencies and seconds below 1.\n")
+        md.append(ceiling_table + "\n")
     md.append("Workloads (sizes of this run: %s s per fio run for B1, B2, B3 "
               "and B7, B8 %s per thread count, B2 writer file %s, B3 file %s, "
-              "B4 %s, B5 %s files in %s directories, B6 %s s, B7 tree of %s):\n"
+              "B4 %s, B5 %s files in %s directories, B6 %s s, B7 tree of %s; "
+              "B9 the project's tree at %s, `%s`, `%s`, %s git status runs):\n"
               % (meta.get("runtime_s"), meta.get("b8_runtime"),
                  meta.get("b2_writer_size"), meta.get("b3_size"),
                  meta.get("b4_size"), meta.get("b5_files"), meta.get("b5_dirs"),
-                 meta.get("b6_time"), meta.get("tree")))
+                 meta.get("b6_time"), meta.get("tree"), meta.get("b9_source"),
+                 meta.get("b9_meson"), meta.get("b9_ninja"),
+                 meta.get("b9_status_runs")))
     for w, text in WORKLOADS.items():
         md.append("- **%s** %s" % (w, text))
     md.append("")
@@ -290,22 +346,29 @@ def main():
               "reference); **ordfs** a fresh mkfs.ordfs image mounted by the "
               "daemon (default options: data=ordered, barrier, commit=5); "
               "**ext4 (loop)** mkfs.ext4 on an image file, mount -o loop; "
-              "**fuse2fs** the same kind of ext4 image served by fuse2fs.\n"
+              "**fuse2fs** the same kind of ext4 image served by fuse2fs; "
+              "**passthrough_ll** libfuse's passthrough_ll example (built "
+              "from Debian's libfuse3-dev examples) with `-o cache=always` "
+              "over a directory of the host filesystem: the FUSE ceiling.\n"
               % (meta.get("image_size"), meta.get("host_fs")))
     md.append("Notes: latencies are fio's, of the fsync (fdatasync for B3) "
-              "call alone. B4 cold: ordfs and fuse2fs are unmounted and "
+              "call alone. B4 cold: the FUSE targets are unmounted and "
               "mounted again, then the host's caches are dropped for all; "
               "warm: read again at once (ordfs drops the kernel's page cache "
               "of a file at each open, so its warm read comes from the daemon "
               "and the host's cache of the image). B5 makes everything durable "
               "either by fsync of every file and directory, or by one call: "
               "syncfs (`sync -f`) on host and ext4, `ordfsctl sync` on ordfs "
-              "(syncfs does not reach FUSE daemons; fuse2fs has no such call). "
+              "(syncfs does not reach FUSE daemons; fuse2fs has no such call), "
+              "syncfs of its backing directory for passthrough_ll (it writes "
+              "through at once, without -o writeback). "
               "B2's writer is buffered: on the host directory and ext4 its data "
               "mostly stays in the host's page cache for the few seconds of a "
               "run. B6: dbench's own MB/s and its Flush latency (mean and max: "
               "dbench gives no percentiles). B7's reader counts complete tar "
-              "passes only.\n")
+              "passes only. B9 runs everything with -j2 and no compiler "
+              "cache; its git status runs are counted together, and the "
+              "clone must come out clean.\n")
     try:
         with open(os.path.join(out, "fuse2fs.log")) as f:
             if "journal is not supported" in f.read():
@@ -327,10 +390,12 @@ def main():
         for s in skips:
             md.append("- %s: %s: %s" % (LABELS.get(s[0], s[0]), s[1], s[2]))
         md.append("")
-    md.append("Tools: %s; fio %s; dbench %s; fuse2fs %s; kernel %s. "
-              "The run took %s s. Raw output of every tool: `raw/r<round>/<target>/`."
+    md.append("Tools: %s; fio %s; dbench %s; fuse2fs %s; libfuse %s; %s; "
+              "kernel %s. The run took %s s. Raw output of every tool: "
+              "`raw/r<round>/<target>/`."
               % (meta.get("ordfs"), meta.get("fio"), meta.get("dbench"),
-                 meta.get("fuse2fs"), meta.get("kernel"), meta.get("elapsed_s")))
+                 meta.get("fuse2fs"), meta.get("libfuse3"), meta.get("tools"),
+                 meta.get("kernel"), meta.get("elapsed_s")))
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 
@@ -343,6 +408,7 @@ def main():
             "better": "higher" if better == "hi" else "lower",
             "targets": {t: {"median": med.get((mid, t)),
                             "ratio_to_host": ratio(mid, t),
+                            "ratio_to_ceiling": ratio(mid, t, CEILING),
                             "rounds": values.get((mid, t))} for t in active},
         } for mid, w, what, unit, better, _ in METRICS],
         "fsync_latency_ms": {"%s/%s" % k: {"%g" % p: v for p, v in c.items()}

@@ -1,19 +1,23 @@
 # shellcheck shell=bash
-# targets.sh - the four targets of bench/run: check, set up, remount, sync,
+# targets.sh - the five targets of bench/run: check, set up, remount, sync,
 # tear down.  Sourced by bench/run; needs WORK (the work directory), BUILD
 # (the ordfs build directory) and IMG_SIZE (e.g. 2G).
 #
-#   host     a plain directory on the host filesystem: the reference
-#   ordfs    a fresh image from mkfs.ordfs, mounted by the ordfs daemon
-#   ext4     kernel ext4 on an image file, mount -o loop
-#   fuse2fs  the same kind of ext4 image, served by fuse2fs (FUSE)
+#   host         a plain directory on the host filesystem: the reference
+#   ordfs        a fresh image from mkfs.ordfs, mounted by the ordfs daemon
+#   ext4         kernel ext4 on an image file, mount -o loop
+#   fuse2fs      the same kind of ext4 image, served by fuse2fs (FUSE)
+#   passthrough  libfuse's passthrough_ll example (-o cache=always) over a
+#                directory of the host filesystem: the FUSE ceiling, what
+#                any FUSE daemon costs over the host with nothing of its own
 #
 # Every image has IMG_SIZE bytes and lives in WORK, next to the host
-# directory.  What is mounted is recorded as files in WORK/state, so the
-# EXIT trap and the workloads' subshells all see the same picture.
+# directory and passthrough's backing directory.  What is mounted is
+# recorded as files in WORK/state, so the EXIT trap and the workloads'
+# subshells all see the same picture.
 
 # shellcheck disable=SC2034 # used by bench/run
-TARGETS_ALL=(host ordfs ext4 fuse2fs)
+TARGETS_ALL=(host ordfs ext4 fuse2fs passthrough)
 
 target_label() {
 	case $1 in
@@ -21,6 +25,7 @@ target_label() {
 	ordfs) echo "ordfs" ;;
 	ext4) echo "ext4 (loop)" ;;
 	fuse2fs) echo "fuse2fs" ;;
+	passthrough) echo "passthrough_ll (FUSE ceiling)" ;;
 	esac
 }
 
@@ -31,7 +36,49 @@ target_dir() { # the directory the workloads use
 	esac
 }
 
-target_is_fuse() { [ "$1" = ordfs ] || [ "$1" = fuse2fs ]; }
+target_is_fuse() { [ "$1" = ordfs ] || [ "$1" = fuse2fs ] || [ "$1" = passthrough ]; }
+
+# passthrough_ll is built at run time from the example source Debian ships
+# with libfuse3-dev (never copied into the repository), into BUILD/ceiling/
+PASSTHROUGH_BIN=$BUILD/ceiling/passthrough_ll
+
+passthrough_source() { # the passthrough_ll.c that libfuse3-dev installed, if any
+	local f
+	f=$(dpkg -L libfuse3-dev 2>/dev/null | grep -m1 -E '/passthrough_ll\.c(\.gz)?$' || true)
+	if [ -z "$f" ]; then
+		for f in /usr/share/doc/libfuse3-dev/examples/passthrough_ll.c{,.gz} ""; do
+			[ ! -e "$f" ] || break
+		done
+	fi
+	echo "$f"
+}
+
+passthrough_build() { # build PASSTHROUGH_BIN if missing or older than its source
+	local src dir exdir
+	src=$(passthrough_source)
+	[ -n "$src" ] || {
+		echo "no passthrough_ll.c (the examples of Debian package libfuse3-dev)" >&2
+		return 1
+	}
+	dir=$(dirname "$PASSTHROUGH_BIN")
+	exdir=$(dirname "$src")
+	mkdir -p "$dir"
+	[ ! -x "$PASSTHROUGH_BIN" ] || [ "$src" -nt "$PASSTHROUGH_BIN" ] || return 0
+	if [ "${src%.gz}" != "$src" ]; then # compressed examples: unpack them here
+		zcat "$src" >"$dir/passthrough_ll.c"
+		if [ -e "$exdir/passthrough_helpers.h.gz" ]; then
+			zcat "$exdir/passthrough_helpers.h.gz" >"$dir/passthrough_helpers.h"
+		fi
+		src=$dir/passthrough_ll.c
+	fi
+	# shellcheck disable=SC2046 # pkg-config's flags are words
+	${CC:-cc} -Wall -O2 -I"$exdir" $(pkg-config fuse3 --cflags) "$src" \
+		-o "$PASSTHROUGH_BIN" $(pkg-config fuse3 --libs) || {
+		echo "${CC:-cc} failed on $src (exit $?)" >&2
+		rm -f "$PASSTHROUGH_BIN"
+		return 1
+	}
+}
 
 target_check() { # prints why TARGET cannot run here; prints nothing if it can
 	case $1 in
@@ -59,6 +106,15 @@ target_check() { # prints why TARGET cannot run here; prints nothing if it can
 			echo "fuse2fs is not installed (Debian package fuse2fs)"
 		elif [ ! -c /dev/fuse ]; then
 			echo "no /dev/fuse"
+		fi
+		;;
+	passthrough)
+		if [ ! -c /dev/fuse ]; then
+			echo "no /dev/fuse"
+		elif ! command -v fusermount3 >/dev/null; then
+			echo "no fusermount3 (Debian package fuse3)"
+		elif [ ! -x "$PASSTHROUGH_BIN" ]; then
+			echo "passthrough_ll was not built (passthrough-build.log): $(tail -1 "$WORK/logs/passthrough-build.log" 2>/dev/null)"
 		fi
 		;;
 	esac
@@ -104,6 +160,17 @@ target_mount() { # mount TARGET's existing image on its directory
 			return 1
 		fi
 		;;
+	passthrough)
+		# over WORK/passthrough.src, a directory of the host filesystem;
+		# -f as fuse2fs, so that its pid is ours to wait for at unmount
+		"$PASSTHROUGH_BIN" -f -o source="$WORK/passthrough.src",cache=always "$mnt" \
+			</dev/null >>"$WORK/logs/passthrough.log" 2>&1 &
+		echo $! >"$WORK/state/passthrough.pid"
+		if ! wait_mounted "$mnt" $!; then
+			echo "passthrough_ll did not mount: $(tail -1 "$WORK/logs/passthrough.log")" >&2
+			return 1
+		fi
+		;;
 	esac
 	touch "$WORK/state/$t.mounted"
 }
@@ -130,11 +197,15 @@ target_unmount() { # unmount TARGET if mounted and wait until its image is close
 			losetup -d "$dev" || true
 		done
 		;;
-	fuse2fs)
+	fuse2fs | passthrough)
 		if mountpoint -q "$mnt"; then
-			umount "$mnt" 2>/dev/null || umount -l "$mnt" || true
+			if [ "$t" = passthrough ]; then
+				fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" || true
+			else
+				umount "$mnt" 2>/dev/null || umount -l "$mnt" || true
+			fi
 		fi
-		pid=$(cat "$WORK/state/fuse2fs.pid" 2>/dev/null || true)
+		pid=$(cat "$WORK/state/$t.pid" 2>/dev/null || true)
 		for _ in $(seq 600); do
 			if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
 				break
@@ -142,10 +213,10 @@ target_unmount() { # unmount TARGET if mounted and wait until its image is close
 			sleep 0.1
 		done
 		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-			echo "fuse2fs (pid $pid) did not exit in 60 s; killing it" >&2
+			echo "$t (pid $pid) did not exit in 60 s; killing it" >&2
 			kill "$pid" || true
 		fi
-		rm -f "$WORK/state/fuse2fs.pid"
+		rm -f "$WORK/state/$t.pid"
 		;;
 	esac
 	rm -f "$WORK/state/$t.mounted"
@@ -163,6 +234,7 @@ target_setup() { # make TARGET's fresh image and mount it
 		# writes in the background during the measurements
 		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img"
 		;;
+	passthrough) mkdir -p "$WORK/passthrough.src" ;;
 	esac
 	target_mount "$t"
 }
@@ -179,6 +251,9 @@ target_sync_cmd() { # the one command that makes all of TARGET durable, if any
 	host | ext4) echo "sync -f $dir" ;; # syncfs(2)
 	ordfs) echo "$BUILD/tools/ordfsctl sync $dir" ;;
 	fuse2fs) ;; # syncfs does not reach FUSE daemons, and fuse2fs has no other
+	# passthrough_ll (no -o writeback) writes through to its backing
+	# directory at once: syncfs of that directory's filesystem is the call
+	passthrough) echo "sync -f $WORK/passthrough.src" ;;
 	esac
 }
 

@@ -1,12 +1,16 @@
 # shellcheck shell=bash
-# workloads.sh - the workloads B1..B8 of bench/run, one function each.
+# workloads.sh - the workloads B1..B9 of bench/run, one function each.
 # Sourced by bench/run.  Each w_BN TARGET DIR RAW runs in DIR (the target's
 # directory), leaves its tool's raw output in RAW (fio JSON, dbench text,
 # manyfiles.py JSON) for bench/lib/report.py, and removes what it wrote,
 # except B7's tree, which is made once per target and kept for later rounds.
 # Sizes and durations come from bench/run: RUNTIME (seconds, B1 B2 B3 B7),
 # B2_WRITER_SIZE, B3_SIZE, B4_SIZE, B5_FILES, B5_DIRS, B6_TIME, TREE_FILES,
-# TREE_DIRS, TREE_FILE_SIZE, B8_RUNTIME (a fio time: 2s, 500ms).
+# TREE_DIRS, TREE_FILE_SIZE, B8_RUNTIME (a fio time: 2s, 500ms), and for
+# B9 B9_TARBALL (the project's source, git archive), B9_REPO (the git
+# repository to clone), B9_MESON_OPTS, B9_OBJECTS (0: build everything; N:
+# only the first N objects of src/libordfs.a, in build.ninja's order) and
+# B9_STATUS_RUNS.
 
 # fio latency percentiles (at most 20): what the CDF plot is drawn from
 FIO_PCT=1:5:10:20:30:40:50:60:70:80:90:95:98:99:99.5:99.9:99.95:99.99
@@ -222,6 +226,70 @@ w_B8() { # 1, 2, 4, 8 threads, each appending + fsyncing its own file
 	} >"$raw/B8.fio"
 	run_fio "$raw/B8.fio" "$raw/B8.json"
 	rm -rf "$dir"
+}
+
+w_B9() { # a developer's day: unpack the source, configure, build, clone, git status, rm -rf
+	local dir=$2/b9 raw=$3 t0 t1 i out=() objs=()
+	mkdir "$dir"
+	# no compiler cache: every target compiles everything itself
+	export CCACHE_DISABLE=1
+	logged() { # logged LOG COMMAND...: the output into LOG; on failure its first error on stderr
+		local log=$1 rc=0
+		shift
+		"$@" >>"$log" 2>&1 || rc=$?
+		[ $rc -eq 0 ] || echo "$3 failed (exit $rc): $({ grep -m1 -iE 'error|fatal' "$log" ||
+			tail -1 "$log"; } | cut -c1-200)" >&2
+		return $rc
+	}
+	lap() { # lap NAME: seconds since the last lap, as a JSON member
+		t1=$(date +%s.%N)
+		out+=("$(awk -v n="$1" -v a="$t0" -v b="$t1" 'BEGIN { printf "\"%s_s\": %.3f", n, b - a }')")
+		t0=$t1
+	}
+	local start
+	start=$(date +%s.%N)
+	t0=$start
+	mkdir "$dir/src"
+	tar -xf "$B9_TARBALL" -C "$dir/src"
+	lap copy
+	# shellcheck disable=SC2086 # the options are words
+	logged "$raw/B9-setup.txt" bounded 600 meson setup $B9_MESON_OPTS "$dir/src/build" "$dir/src"
+	if [ "$B9_OBJECTS" -gt 0 ]; then
+		mapfile -t objs < <(ninja -C "$dir/src/build" -t targets all |
+			grep -o '^src/libordfs\.a\.p/[^:]*\.o' | head -n "$B9_OBJECTS")
+		[ ${#objs[@]} -gt 0 ] || {
+			echo "no objects of src/libordfs.a in build.ninja" >&2
+			return 1
+		}
+	fi
+	lap setup
+	logged "$raw/B9-build.txt" bounded 1200 ninja -C "$dir/src/build" -j2 "${objs[@]}"
+	lap build
+	# a clone through git's own transport (--no-local: one pack file, then
+	# a checkout), as from a server; safe.directory: the repository may
+	# belong to another user than root
+	logged "$raw/B9-clone.txt" bounded 600 git -c safe.directory='*' clone -q --no-local \
+		"$B9_REPO" "$dir/clone"
+	lap clone
+	for ((i = 0; i < B9_STATUS_RUNS; i++)); do
+		logged "$raw/B9-status.txt" bounded 300 git -C "$dir/clone" status --porcelain
+	done
+	lap status
+	rm -rf "$dir"
+	lap rm
+	{
+		printf '{'
+		(IFS=,; printf '%s' "${out[*]}")
+		awk -v a="$start" -v b="$t1" 'BEGIN { printf ", \"total_s\": %.3f", b - a }'
+		printf ', "files": %s, "status_runs": %s, "compiled": %s}\n' \
+			"$(tar -tf "$B9_TARBALL" | grep -vc '/$')" "$B9_STATUS_RUNS" \
+			"$(grep -c '^\[[0-9]*/[0-9]*\] Compiling' "$raw/B9-build.txt" || true)"
+	} >"$raw/B9.json"
+	# a status that is not empty: the clone is not what was checked out
+	[ ! -s "$raw/B9-status.txt" ] || {
+		echo "git status in the clone is not clean: $(head -1 "$raw/B9-status.txt")" >&2
+		return 1
+	}
 }
 
 settle() { # settle TARGET: make what earlier work left durable, untimed
