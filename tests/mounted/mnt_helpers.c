@@ -44,6 +44,29 @@ uint64_t mnt_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+struct timespec mnt_atime_of(const char *path)
+{
+	struct stat st;
+	MNT_OK(stat(path, &st));
+	return st.st_atim;
+}
+
+struct timespec mnt_mtime_of(const char *path)
+{
+	struct stat st;
+	MNT_OK(stat(path, &st));
+	return st.st_mtim;
+}
+
+int mnt_ts_cmp(struct timespec a, struct timespec b)
+{
+	if (a.tv_sec != b.tv_sec)
+		return a.tv_sec < b.tv_sec ? -1 : 1;
+	if (a.tv_nsec != b.tv_nsec)
+		return a.tv_nsec < b.tv_nsec ? -1 : 1;
+	return 0;
+}
+
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000u, (long)(ms % 1000u) * 1000000L };

@@ -198,6 +198,11 @@ size_t mnt_read_full(int fd, void *buf, size_t len); /* stops at EOF */
 
 /* Monotonic clock in milliseconds. */
 uint64_t mnt_now_ms(void);
+/* The atime / mtime of path (stat must succeed), and timespecs compared
+ * to the nanosecond: -1, 0, 1. */
+struct timespec mnt_atime_of(const char *path);
+struct timespec mnt_mtime_of(const char *path);
+int mnt_ts_cmp(struct timespec a, struct timespec b);
 
 /* Creates path (O_EXCL) with mode and optional text; returns the open fd. */
 int mnt_create_file(const char *path, mode_t mode, const char *text);

@@ -23,32 +23,9 @@
 #include "fs.h"
 #include "blockdev/blockdev.h"
 
-static struct timespec atime_of(const char *path)
-{
-	struct stat st;
-	MNT_OK(stat(path, &st));
-	return st.st_atim;
-}
-
-static struct timespec mtime_of(const char *path)
-{
-	struct stat st;
-	MNT_OK(stat(path, &st));
-	return st.st_mtim;
-}
-
-static int ts_cmp(struct timespec a, struct timespec b)
-{
-	if (a.tv_sec != b.tv_sec)
-		return a.tv_sec < b.tv_sec ? -1 : 1;
-	if (a.tv_nsec != b.tv_nsec)
-		return a.tv_nsec < b.tv_nsec ? -1 : 1;
-	return 0;
-}
-
 static bool ts_eq(struct timespec a, struct timespec b)
 {
-	return ts_cmp(a, b) == 0;
+	return mnt_ts_cmp(a, b) == 0;
 }
 
 static void read_file(const char *path)
@@ -88,13 +65,13 @@ START_TEST(test_relatime_mutt_case)
 	const char *box = mnt_path(&m, "mbox");
 	mnt_make_file(box, 0600, "From a@b\n\nnew mail\n");
 	set_times_ago(box, 100, 100); /* atime == mtime: "new mail" */
-	struct timespec before = atime_of(box);
+	struct timespec before = mnt_atime_of(box);
 	read_file(box);
-	struct timespec after = atime_of(box);
-	ck_assert_msg(ts_cmp(after, mtime_of(box)) > 0, "relatime: atime not past mtime after read");
-	ck_assert(ts_cmp(after, before) > 0);
+	struct timespec after = mnt_atime_of(box);
+	ck_assert_msg(mnt_ts_cmp(after, mnt_mtime_of(box)) > 0, "relatime: atime not past mtime after read");
+	ck_assert(mnt_ts_cmp(after, before) > 0);
 	read_file(box); /* nothing changed since: no write */
-	ck_assert(ts_eq(atime_of(box), after));
+	ck_assert(ts_eq(mnt_atime_of(box), after));
 	mnt_finish(&m);
 }
 END_TEST
@@ -110,7 +87,7 @@ START_TEST(test_relatime_tmp_cleaner_case)
 	read_file(f);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	ck_assert_msg(now.tv_sec - atime_of(f).tv_sec < 60, "a two-day-old atime was not refreshed");
+	ck_assert_msg(now.tv_sec - mnt_atime_of(f).tv_sec < 60, "a two-day-old atime was not refreshed");
 	mnt_finish(&m);
 }
 END_TEST
@@ -123,11 +100,11 @@ START_TEST(test_strictatime_every_read)
 	const char *f = mnt_path(&m, "f");
 	mnt_make_file(f, 0644, "data");
 	read_file(f);
-	struct timespec first = atime_of(f);
+	struct timespec first = mnt_atime_of(f);
 	usleep(50 * 1000);
 	read_file(f);
-	struct timespec second = atime_of(f);
-	ck_assert_msg(ts_cmp(second, first) > 0, "strictatime: the second read left atime");
+	struct timespec second = mnt_atime_of(f);
+	ck_assert_msg(mnt_ts_cmp(second, first) > 0, "strictatime: the second read left atime");
 	mnt_finish(&m);
 }
 END_TEST
@@ -140,10 +117,10 @@ START_TEST(test_noatime_never)
 	const char *f = mnt_path(&m, "f");
 	mnt_make_file(f, 0644, "data");
 	set_times_ago(f, 3 * 86400, 3 * 86400);
-	struct timespec before = atime_of(f);
+	struct timespec before = mnt_atime_of(f);
 	read_file(f);
 	list_dir(m.mountpoint);
-	ck_assert(ts_eq(atime_of(f), before));
+	ck_assert(ts_eq(mnt_atime_of(f), before));
 	mnt_finish(&m);
 }
 END_TEST
@@ -157,22 +134,22 @@ START_TEST(test_nodiratime)
 	MNT_OK(mkdir(d, 0755));
 	mnt_make_file(mnt_path(&m, "dir/f"), 0644, "data");
 	set_times_ago(d, 100, 100);
-	struct timespec dir_before = atime_of(d);
+	struct timespec dir_before = mnt_atime_of(d);
 	list_dir(d);
-	ck_assert_msg(ts_eq(atime_of(d), dir_before), "nodiratime: readdir changed the atime");
+	ck_assert_msg(ts_eq(mnt_atime_of(d), dir_before), "nodiratime: readdir changed the atime");
 	const char *f = mnt_path(&m, "dir/f");
 	set_times_ago(f, 100, 100);
-	struct timespec file_before = atime_of(f);
+	struct timespec file_before = mnt_atime_of(f);
 	read_file(f); /* files still follow relatime */
-	ck_assert(ts_cmp(atime_of(f), file_before) > 0);
+	ck_assert(mnt_ts_cmp(mnt_atime_of(f), file_before) > 0);
 	mnt_stop(&m);
 
 	/* The control: without nodiratime, readdir updates (relatime). */
 	mnt_start(&m, NULL);
 	set_times_ago(d, 100, 100);
-	dir_before = atime_of(d);
+	dir_before = mnt_atime_of(d);
 	list_dir(d);
-	ck_assert_msg(ts_cmp(atime_of(d), dir_before) > 0, "relatime: readdir left the atime");
+	ck_assert_msg(mnt_ts_cmp(mnt_atime_of(d), dir_before) > 0, "relatime: readdir left the atime");
 	mnt_finish(&m);
 }
 END_TEST
@@ -197,12 +174,12 @@ START_TEST(test_lazytime)
 	MNT_OK(dfd);
 	MNT_OK(fsync(dfd)); /* the old times are durable */
 	close(dfd);
-	struct timespec old = atime_of(f);
+	struct timespec old = mnt_atime_of(f);
 
 	/* A read: the new atime is visible at once, but kept in memory. */
 	read_file(f);
-	struct timespec fresh = atime_of(f);
-	ck_assert(ts_cmp(fresh, old) > 0);
+	struct timespec fresh = mnt_atime_of(f);
+	ck_assert(mnt_ts_cmp(fresh, old) > 0);
 	/* Another file's fsync commits the running transaction: a
 	 * non-lazy atime would be in it, a lazy one is not. */
 	int other = mnt_create_file(mnt_path(&m, "other"), 0644, "o");
@@ -210,27 +187,27 @@ START_TEST(test_lazytime)
 	close(other);
 	kill9_and_recover(&m);
 	mnt_expect_text(mnt_path(&m, "other"), "o");
-	ck_assert_msg(ts_eq(atime_of(f), old), "lazytime: the atime reached the disk without fsync");
+	ck_assert_msg(ts_eq(mnt_atime_of(f), old), "lazytime: the atime reached the disk without fsync");
 
 	/* Now with fsync: it is durable. */
 	read_file(f);
-	fresh = atime_of(f);
-	ck_assert(ts_cmp(fresh, old) > 0);
+	fresh = mnt_atime_of(f);
+	ck_assert(mnt_ts_cmp(fresh, old) > 0);
 	fd = open(f, O_RDONLY);
 	MNT_OK(fd);
 	MNT_OK(fsync(fd));
 	close(fd);
 	kill9_and_recover(&m);
-	ck_assert_msg(ts_eq(atime_of(f), fresh), "lazytime: fsync did not write the atime");
+	ck_assert_msg(ts_eq(mnt_atime_of(f), fresh), "lazytime: fsync did not write the atime");
 
 	/* And with a clean unmount. */
 	set_times_ago(f, 100, 100);
 	read_file(f);
-	fresh = atime_of(f);
+	fresh = mnt_atime_of(f);
 	mnt_stop(&m);
 	mnt_check(&m);
 	mnt_start(&m, NULL);
-	ck_assert_msg(ts_eq(atime_of(f), fresh), "lazytime: unmount did not write the atime");
+	ck_assert_msg(ts_eq(mnt_atime_of(f), fresh), "lazytime: unmount did not write the atime");
 	mnt_finish(&m);
 }
 END_TEST
@@ -249,14 +226,14 @@ START_TEST(test_image_default_mount_options)
 	const char *f = mnt_path(&m, "f");
 	mnt_make_file(f, 0644, "x");
 	set_times_ago(f, 100, 100);
-	struct timespec before = atime_of(f);
+	struct timespec before = mnt_atime_of(f);
 	read_file(f);
-	ck_assert_msg(ts_eq(atime_of(f), before), "the image's noatime default was not applied");
+	ck_assert_msg(ts_eq(mnt_atime_of(f), before), "the image's noatime default was not applied");
 	mnt_stop(&m);
 
 	mnt_start(&m, "relatime"); /* the command line wins */
 	read_file(f);
-	ck_assert_msg(ts_cmp(atime_of(f), before) > 0, "-o relatime did not override the image");
+	ck_assert_msg(mnt_ts_cmp(mnt_atime_of(f), before) > 0, "-o relatime did not override the image");
 	mnt_finish(&m);
 }
 END_TEST

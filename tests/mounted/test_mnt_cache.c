@@ -23,22 +23,6 @@
 
 #define FILE_BYTES (64u << 10)
 
-static struct timespec atime_of(const char *path)
-{
-	struct stat st;
-	MNT_OK(stat(path, &st));
-	return st.st_atim;
-}
-
-static int ts_cmp(struct timespec a, struct timespec b)
-{
-	if (a.tv_sec != b.tv_sec)
-		return a.tv_sec < b.tv_sec ? -1 : 1;
-	if (a.tv_nsec != b.tv_nsec)
-		return a.tv_nsec < b.tv_nsec ? -1 : 1;
-	return 0;
-}
-
 static void read_whole(const char *path)
 {
 	char *buf = malloc(FILE_BYTES);
@@ -88,9 +72,9 @@ START_TEST(test_relatime_keeps_pages_across_opens)
 	const char *f = cached_file(&m, "f");
 	long page = sysconf(_SC_PAGESIZE);
 	ck_assert_uint_eq(resident_after_open(f), FILE_BYTES / (unsigned)page);
-	struct timespec before = atime_of(f);
+	struct timespec before = mnt_atime_of(f);
 	read_whole(f); /* from the cache: nothing owed to atime */
-	ck_assert(ts_cmp(atime_of(f), before) == 0);
+	ck_assert(mnt_ts_cmp(mnt_atime_of(f), before) == 0);
 	mnt_expect_pattern(f, FILE_BYTES, 7);
 	mnt_finish(&m);
 }
@@ -104,10 +88,10 @@ START_TEST(test_strictatime_drops_pages_at_open)
 	const char *f = cached_file(&m, "f");
 	ck_assert_uint_eq(resident_after_open(f), 0);
 	/* so each open's first read reaches the daemon and moves atime */
-	struct timespec before = atime_of(f);
+	struct timespec before = mnt_atime_of(f);
 	usleep(20 * 1000);
 	read_whole(f);
-	ck_assert(ts_cmp(atime_of(f), before) > 0);
+	ck_assert(mnt_ts_cmp(mnt_atime_of(f), before) > 0);
 	mnt_finish(&m);
 }
 END_TEST
@@ -139,11 +123,11 @@ START_TEST(test_mutt_case_with_kept_cache)
 	close(fd);
 	struct stat st;
 	MNT_OK(stat(box, &st));
-	ck_assert_msg(ts_cmp(st.st_atim, st.st_mtim) <= 0, "the write left atime past mtime");
+	ck_assert_msg(mnt_ts_cmp(st.st_atim, st.st_mtim) <= 0, "the write left atime past mtime");
 	usleep(20 * 1000);
 	read_whole(box);
 	MNT_OK(stat(box, &st));
-	ck_assert_msg(ts_cmp(st.st_atim, st.st_mtim) > 0,
+	ck_assert_msg(mnt_ts_cmp(st.st_atim, st.st_mtim) > 0,
 		      "relatime: the first read after a write left atime behind mtime");
 	mnt_finish(&m);
 }
