@@ -238,11 +238,18 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 	ordfs_mutex_lock(&ic->lock);
 	if (inode->refs == 0)
 		abort(); /* reference underflow: a bug, never continue */
-	/* Dirty data (or a lazily kept atime) keeps a linked inode cached
-	 * until it is written; an unlinked one's is thrown away by its
-	 * eviction. */
+	/* What only memory holds keeps a linked inode cached until writeback
+	 * writes it: dirty data, a size not yet in d.size (a truncate up or a
+	 * write past the end with its pages gone: punched, or written back
+	 * before the size could follow), timestamps, a lazily kept atime.
+	 * Dropped here, the next lookup would read the older inode from disk
+	 * (fsx found the size going back after the kernel forgot the file).
+	 * An unlinked inode's state is thrown away by its eviction.  Every
+	 * change of these was made by a thread that then put its reference,
+	 * under ic->lock like this read. */
 	if (--inode->refs > 0 ||
-	    ((pages_has_dirty(inode) || __atomic_load_n(&inode->atime_dirty, __ATOMIC_RELAXED)) &&
+	    ((pages_has_dirty(inode) || inode->size != inode->d.size || inode->times_dirty ||
+	      __atomic_load_n(&inode->atime_dirty, __ATOMIC_RELAXED)) &&
 	     inode->d.links > 0)) {
 		ordfs_mutex_unlock(&ic->lock);
 		return;

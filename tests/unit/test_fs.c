@@ -5,6 +5,7 @@
  * Every test ends with the checker.
  */
 #include "suite_main.h"
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -988,6 +989,47 @@ START_TEST(test_interrupted_truncate_finished_at_mount)
 }
 END_TEST
 
+/* An inode whose newest size lives only in memory (a truncate up while a
+ * page was dirty, then the page punched away) stays cached when its last
+ * reference goes, until writeback writes it: the next lookup must not
+ * read the older inode from disk (fsx -c found the size going back after
+ * the kernel forgot the file). */
+START_TEST(test_forgotten_inode_keeps_unwritten_size)
+{
+	struct test_fs t;
+	tfs_setup(&t, 64 << 20, 4096, 0);
+	tfs_unmount(&t);
+	t.opts.commit_interval_ms = 3600 * 1000; /* no periodic writeback now */
+	tfs_mount(&t);
+	struct inode *root = tfs_root(&t);
+	struct inode *f = make_file(&t, root, "f");
+	uint8_t buf[4096];
+	fill_pattern(buf, sizeof(buf), 3);
+	write_all(&t, f, buf, sizeof(buf), 0); /* a dirty page: d.size stays 0 */
+	ck_assert_int_eq(ordfs_truncate(t.fs, f, 40000), 0); /* d.size follows at writeback */
+	ck_assert_int_eq(ordfs_fallocate(t.fs, f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+					 4096), 0);
+	ck_assert(!pages_has_dirty(f));
+	ck_assert_uint_ne(f->d.size, f->size);
+	uint32_t ino = f->ino;
+	inode_put(t.fs, f); /* the last reference: the kernel forgot the file */
+	ck_assert_int_eq(inode_get(t.fs, ino, &f), 0);
+	ck_assert_uint_eq(f->size, 40000);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_unmount(&t);
+	ck_assert_int_eq(tfs_check_image(&t), 0);
+	tfs_mount(&t); /* and on disk after the unmount wrote it */
+	root = tfs_root(&t);
+	ck_assert_int_eq(ordfs_lookup(t.fs, root, "f", &f), 0);
+	ck_assert_uint_eq(f->size, 40000);
+	ck_assert_uint_eq(f->d.size, 40000);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 static Suite *fs_suite(void)
 {
 	Suite *s = suite_create("fs");
@@ -1010,6 +1052,7 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_data_journal_logs_file_data);
 	tcase_add_test(tc, test_ordered_logs_small_fsynced_data);
 	tcase_add_test(tc, test_early_background_writeback);
+	tcase_add_test(tc, test_forgotten_inode_keeps_unwritten_size);
 	tcase_add_test(tc, test_writeback_slices_lowest_first);
 	suite_add_tcase(s, tc);
 	return s;
