@@ -12,9 +12,11 @@ set -euo pipefail
 # man-db and groff-base render and check the manual pages (tests/cli/test_man.sh).
 # dpkg-dev, debhelper and lintian build and check the Debian package
 # (debian/, tests/cli/test_deb.sh).
+# python3 and binutils (nm) run the layer check (tests/layers/) and
+# test.sh's skip report; named here, not left to meson's dependencies.
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
 	libsqlite3-dev clang libclang-rt-14-dev acl man-db groff-base
-	dpkg-dev debhelper lintian)
+	dpkg-dev debhelper lintian python3 binutils)
 
 is_installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -29,6 +29,8 @@
 #
 # Exit status: 0 when every fsx run and every fsck passed.
 set -u
+# shellcheck source=tests/external/lib.sh
+. "$(dirname "$0")/lib.sh"
 FSX=${1:?usage: run_fsx.sh FSX BUILD_DIR [WORK_DIR]}
 B=${2:?usage: run_fsx.sh FSX BUILD_DIR [WORK_DIR]}
 W=${3:-/var/tmp/ordfs-fsx}
@@ -72,13 +74,7 @@ for r in $RUNS; do
 		fail=1
 	fi
 	echo "   fsx: $fres ($((t1 - t0))s; log $log/fsx.out)"
-	fusermount3 -u "$mp"
-	# the daemon exits once the image is clean; wait for it
-	for _ in $(seq 1 150); do
-		fuser -s "$img" 2>/dev/null || break
-		sleep 0.2
-	done
-	"$B/tools/fsck.ordfs" -fn "$img" >"$log/fsck.out" 2>&1
+	unmount_and_fsck "$B" "$img" "$mp" "$log/fsck.out"
 	crc=$?
 	[ $crc -eq 0 ] || fail=1
 	echo "   fsck: rc=$crc $(tail -n1 "$log/fsck.out")"

@@ -25,6 +25,8 @@
 #
 # Exit status: 0 when prove passed and fsck exited 0.
 set -u
+# shellcheck source=tests/external/lib.sh
+. "$(dirname "$0")/lib.sh"
 P=${1:?usage: run_pjdfstest.sh PJDFSTEST_DIR BUILD_DIR [WORK_DIR]}
 B=${2:?usage: run_pjdfstest.sh PJDFSTEST_DIR BUILD_DIR [WORK_DIR]}
 W=${3:-/var/tmp/ordfs-pjdfstest}
@@ -47,12 +49,7 @@ t0=$(date +%s)
 (cd "$W/mnt/work" && prove -r $TESTS) >"$W/prove.out" 2>&1
 prc=$?
 t1=$(date +%s)
-fusermount3 -u "$W/mnt"
-for _ in $(seq 1 150); do
-	fuser -s "$img" 2>/dev/null || break
-	sleep 0.2
-done
-"$B/tools/fsck.ordfs" -fn "$img" >"$W/fsck.out" 2>&1
+unmount_and_fsck "$B" "$img" "$W/mnt" "$W/fsck.out"
 crc=$?
 
 echo "prove: rc=$prc ($((t1 - t0))s; full output $W/prove.out)"
