@@ -3,7 +3,9 @@
 # times: a normal build, an AddressSanitizer + UndefinedBehaviorSanitizer
 # build and a ThreadSanitizer build (clang; the daemon under test is the
 # TSan build, so a data race in any mounted test fails it); then the image
-# fuzzer for a bounded time.
+# fuzzer for a bounded time.  The sanitizer builds check a quarter of the
+# crash harness's workloads (tests/crash/meson.build; the normal build
+# checks them all).
 #
 # Usage: scripts/test.sh
 #   BUILD_DIR (default build), ASAN_BUILD_DIR (default build-asan) and
@@ -92,15 +94,18 @@ run_suite() { # run_suite NAME DIR MESON_OPTION...
 # purpose or one that detached (its exit status is not seen); a process
 # with a report also exits 66.  Left out: the crash harness and the cli
 # scripts (single-threaded tools, long under TSan) and the corrupt-image
-# sweep (suite 'corruption', covered by ASan).  tests/tsan.supp holds the
-# suppressions, each with the reason it is benign.
+# sweep (suite 'corruption', covered by ASan); and the unit tests' fault and
+# seed sweeps run every fourth case (ORDFS_TEST_SWEEP_STRIDE; they test error
+# paths one case at a time, run whole in the other builds).  tests/tsan.supp
+# holds the suppressions, each with the reason it is benign.
 run_tsan_suite() {
 	local reports
 	reports="$(pwd)/$TSAN_BUILD_DIR/tsan-reports"
 	rm -rf "$reports"
 	mkdir -p "$reports"
 	TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 log_path=$reports/report suppressions=$(pwd)/tests/tsan.supp" \
-		ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} CK_TIMEOUT_MULTIPLIER=4 \
+		ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} ORDFS_TEST_SWEEP_STRIDE=${ORDFS_TEST_SWEEP_STRIDE:-4} \
+		CK_TIMEOUT_MULTIPLIER=4 \
 		TEST_ARGS="--suite unit --suite mounted --no-suite corruption --timeout-multiplier 3" \
 		CC=clang run_suite tsan "$TSAN_BUILD_DIR" -Db_sanitize=thread -Db_lundef=false || true
 	if [ -n "$(ls -A "$reports")" ]; then

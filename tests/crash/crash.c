@@ -2,7 +2,7 @@
  * crash.c - the crash-state harness's entry point: picks a tier, runs its
  * workloads (workloads.c) on worker processes, and prints one summary line.
  *
- * Usage: crash [--long] [--seed N] [--jobs N] [--index N] [-v]
+ * Usage: crash [--long] [--seed N] [--jobs N] [--every N] [--index N] [-v]
  *   bounded tier (CI): the handwritten workloads in the three data modes
  *     and both journal sizes, all 180 1-operation workloads, a seeded
  *     sample of 2-operation workloads in data=ordered and a smaller one in
@@ -11,6 +11,8 @@
  *   --long: every 2-operation sequence (32,400) in data=ordered, larger
  *     samples elsewhere, twelve long runs of 400 operations;
  *   --jobs N: N worker processes (default: 2 for --long, else 1);
+ *   --every N: only every Nth workload of the tier (0, N, 2N, ...); the
+ *     sanitizer builds' suite runs a quarter, the normal build all;
  *   --index N: only workload N of the tier (as named in a violation).
  * Summary: "crash: W workloads, S crash states checked, V violations" and
  * the time taken.  Exit 0 only with no violation.
@@ -29,12 +31,12 @@ struct totals {
 	uint64_t workloads, states, violations;
 };
 
-/* Runs every jobs-th workload from `first`; totals to fd. */
-static void worker(const struct crash_tier *t, unsigned first, unsigned jobs, bool progress,
-		   int fd)
+/* Runs every (jobs * every)-th workload from first * every; totals to fd. */
+static void worker(const struct crash_tier *t, unsigned first, unsigned jobs, unsigned every,
+		   bool progress, int fd)
 {
 	unsigned n = crash_tier_count(t);
-	for (unsigned i = first; i < n; i += jobs) {
+	for (unsigned i = first * every; i < n; i += jobs * every) {
 		crash_tier_run(t, i);
 		if (progress && crash_workloads_run % 500 == 0)
 			fprintf(stderr, "crash: worker %u: %" PRIu64 " workloads, %" PRIu64
@@ -50,7 +52,7 @@ int main(int argc, char **argv)
 {
 	bool longrun = false;
 	long only = -1;
-	unsigned jobs = 0;
+	unsigned jobs = 0, every = 1;
 	uint64_t seed = 1;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--long") == 0)
@@ -59,12 +61,14 @@ int main(int argc, char **argv)
 			seed = strtoull(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
 			jobs = (unsigned)atoi(argv[++i]);
+		else if (strcmp(argv[i], "--every") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+			every = (unsigned)atoi(argv[++i]);
 		else if (strcmp(argv[i], "--index") == 0 && i + 1 < argc)
 			only = atol(argv[++i]);
 		else if (strcmp(argv[i], "-v") == 0)
 			crash_verbose = true;
 		else {
-			fprintf(stderr, "usage: crash [--long] [--seed N] [--jobs N] [--index N] [-v]\n");
+			fprintf(stderr, "usage: crash [--long] [--seed N] [--jobs N] [--every N] [--index N] [-v]\n");
 			return 2;
 		}
 	}
@@ -99,7 +103,7 @@ int main(int argc, char **argv)
 				return 2;
 			if (pid == 0) {
 				close(fds[0]);
-				worker(&t, j, jobs, longrun, fds[1]);
+				worker(&t, j, jobs, every, longrun, fds[1]);
 				_exit(0);
 			}
 		}

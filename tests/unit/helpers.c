@@ -114,3 +114,10 @@ struct inode *tfs_root(struct test_fs *t)
 	ck_assert_int_eq(inode_get(t->fs, ORDFS_ROOT_INO, &root), 0);
 	return root;
 }
+
+unsigned tfs_sweep_stride(void)
+{
+	const char *s = getenv("ORDFS_TEST_SWEEP_STRIDE");
+	int n = s ? atoi(s) : 1;
+	return n > 0 ? (unsigned)n : 1;
+}

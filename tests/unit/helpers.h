@@ -53,4 +53,10 @@ void tfs_stop(struct handle *h);
 /* Root inode with a reference. */
 struct inode *tfs_root(struct test_fs *t);
 
+/* Step of the exhaustive fault and seed sweeps: 1 (every case) unless
+ * ORDFS_TEST_SWEEP_STRIDE says more.  The ThreadSanitizer suite sets it:
+ * the sweeps test error paths one case at a time, which the normal and
+ * ASan builds run whole; under TSan it is the threads that are tested. */
+unsigned tfs_sweep_stride(void);
+
 #endif

@@ -23,6 +23,7 @@
 #include "format/format.h"
 #include "blockdev/blockdev.h"
 #include "journal/journal.h"
+#include "helpers.h"
 
 #define NBLOCKS 1024u
 #define MAX_TX_LOG 320u
@@ -1056,7 +1057,7 @@ START_TEST(test_crash_during_recovery)
 	ck_assert_uint_eq(le_get32(image_block(&f, f.home + 6)), ORDFS_JOURNAL_MAGIC);
 	uint64_t nwrites = ref.counts.writes, nflushes = ref.counts.flushes;
 
-	for (uint64_t n = 1; n <= nwrites + nflushes; n++) {
+	for (uint64_t n = 1; n <= nwrites + nflushes; n += tfs_sweep_stride()) {
 		for (uint64_t m = 0; m <= nwrites + nflushes; m++) {
 			struct blockdev *mem = mem_from(before, size), *rec;
 			struct journal_recovery_info info;
@@ -1325,7 +1326,7 @@ static void recover_hostile(struct fix *f)
 /* Random bytes and random header-valid blocks all over the log. */
 START_TEST(test_hostile_random_log)
 {
-	for (uint64_t seed = 1; seed <= 300; seed++) {
+	for (uint64_t seed = 1; seed <= 300; seed += tfs_sweep_stride()) {
 		struct fix f;
 		uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)_i;
 		fix_setup(&f, block_sizes[_i], 64);
@@ -1352,7 +1353,7 @@ END_TEST
  * fixed so the damage reaches the parsers. */
 START_TEST(test_hostile_mutated_log)
 {
-	for (uint64_t seed = 1; seed <= 300; seed++) {
+	for (uint64_t seed = 1; seed <= 300; seed += tfs_sweep_stride()) {
 		struct fix f;
 		uint64_t s = seed * 0xd1b54a32d192ed03ull + (uint64_t)_i;
 		fix_setup(&f, block_sizes[_i], 64);
