@@ -6,8 +6,11 @@
  * another open and through a shared mapping, data changed by truncate and
  * fallocate never served stale from the cache, names remembered as absent
  * until they are created, and attributes fresh after a change the daemon
- * makes on its own (the mode an ACL implies).
+ * makes on its own (the mode an ACL implies, st_blocks after writeback,
+ * atime after a read): what stat() shows from the kernel's cache must be
+ * what statx(AT_STATX_FORCE_SYNC), which always asks the daemon, shows.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +55,30 @@ static unsigned resident_after_open(const char *path)
 	munmap(map, FILE_BYTES);
 	close(fd);
 	return resident;
+}
+
+/* stat() (the kernel's cached attributes, for a day) agrees with what the
+ * daemon says now (statx with AT_STATX_FORCE_SYNC makes FUSE ask). */
+static void assert_attrs_fresh(const char *path, const char *after)
+{
+	struct stat st;
+	struct statx sx;
+	MNT_OK(stat(path, &st));
+	MNT_OK(statx(AT_FDCWD, path, AT_STATX_FORCE_SYNC, STATX_BASIC_STATS, &sx));
+	ck_assert_msg(st.st_mode == sx.stx_mode && st.st_nlink == sx.stx_nlink &&
+			      (uint64_t)st.st_size == sx.stx_size &&
+			      (uint64_t)st.st_blocks == sx.stx_blocks,
+		      "after %s: cached mode %o nlink %lu size %lld blocks %lld, daemon mode %o "
+		      "nlink %u size %llu blocks %llu", after, st.st_mode, (unsigned long)st.st_nlink,
+		      (long long)st.st_size, (long long)st.st_blocks, sx.stx_mode, sx.stx_nlink,
+		      (unsigned long long)sx.stx_size, (unsigned long long)sx.stx_blocks);
+	ck_assert_msg(st.st_atim.tv_sec == sx.stx_atime.tv_sec &&
+			      st.st_atim.tv_nsec == (long)sx.stx_atime.tv_nsec &&
+			      st.st_mtim.tv_sec == sx.stx_mtime.tv_sec &&
+			      st.st_mtim.tv_nsec == (long)sx.stx_mtime.tv_nsec &&
+			      st.st_ctim.tv_sec == sx.stx_ctime.tv_sec &&
+			      st.st_ctim.tv_nsec == (long)sx.stx_ctime.tv_nsec,
+		      "after %s: cached timestamps differ from the daemon's", after);
 }
 
 /* A file of FILE_BYTES read once, so its pages are cached and (relatime)
@@ -264,6 +292,75 @@ START_TEST(test_mode_from_acl_seen_at_once)
 }
 END_TEST
 
+/* Delayed allocation: st_blocks counts the reserved data blocks until
+ * writeback allocates them, which the daemon does on its own, in fsync or
+ * in its writeback thread; a file of scattered pieces then also needs an
+ * extent tree block, which st_blocks shows only from then on. */
+static void write_scattered(const char *path, int *fd_out)
+{
+	int fd = open(path, O_CREAT | O_WRONLY, 0644);
+	MNT_OK(fd);
+	char piece[4096];
+	memset(piece, 'b', sizeof(piece));
+	for (int i = 0; i < 24; i++)
+		ck_assert_int_eq(pwrite(fd, piece, sizeof(piece), (off_t)i * 2 * 4096),
+				 (ssize_t)sizeof(piece));
+	struct stat st;
+	MNT_OK(stat(path, &st)); /* the kernel caches the attributes now */
+	*fd_out = fd;
+}
+
+START_TEST(test_blocks_fresh_after_writeback)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, "commit=1");
+	const char *f = mnt_path(&m, "f");
+	int fd;
+	write_scattered(f, &fd);
+	struct stat before;
+	MNT_OK(stat(f, &before));
+	MNT_OK(fsync(fd));
+	close(fd);
+	struct statx sx;
+	MNT_OK(statx(AT_FDCWD, f, AT_STATX_FORCE_SYNC, STATX_BLOCKS, &sx));
+	ck_assert_msg(sx.stx_blocks > (uint64_t)before.st_blocks,
+		      "control: writeback did not change st_blocks (%llu, was %lld)",
+		      (unsigned long long)sx.stx_blocks, (long long)before.st_blocks);
+	assert_attrs_fresh(f, "fsync");
+	/* A second file left to the writeback thread (commit=1). */
+	const char *g = mnt_path(&m, "g");
+	write_scattered(g, &fd);
+	close(fd);
+	sleep(3);
+	assert_attrs_fresh(g, "background writeback");
+	mnt_finish(&m);
+}
+END_TEST
+
+/* strictatime: every read moves atime, and the read is the daemon's. */
+START_TEST(test_atime_fresh_after_read)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, "strictatime");
+	const char *f = mnt_path(&m, "f");
+	mnt_write_pattern(f, FILE_BYTES, 3, 0644);
+	assert_attrs_fresh(f, "the write");
+	usleep(20 * 1000);
+	read_whole(f);
+	assert_attrs_fresh(f, "a read");
+	usleep(20 * 1000);
+	DIR *d = opendir(mnt_path(&m, "."));
+	ck_assert(d != NULL);
+	while (readdir(d))
+		;
+	closedir(d);
+	assert_attrs_fresh(mnt_path(&m, "."), "readdir");
+	mnt_finish(&m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mounted cache");
@@ -277,6 +374,8 @@ int main(void)
 	tcase_add_test(tc, test_truncate_and_punch_never_stale);
 	tcase_add_test(tc, test_absent_names_until_created);
 	tcase_add_test(tc, test_mode_from_acl_seen_at_once);
+	tcase_add_test(tc, test_blocks_fresh_after_writeback);
+	tcase_add_test(tc, test_atime_fresh_after_read);
 	suite_add_tcase(s, tc);
 	return mnt_run_suite(s);
 }
