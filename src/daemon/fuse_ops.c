@@ -709,10 +709,15 @@ static void op_lseek(fuse_req_t req, fuse_ino_t node, off_t off, int whence,
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
-	/* Writeback cache off: every write reaches the daemon (delayed
-	 * allocation happens here, not in the kernel). */
-	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	struct daemon_ctx *dc = userdata;
+	/* Writeback cache off by default: every write reaches the daemon at
+	 * once (delayed allocation, ENOSPC at write(), fsync that waits only
+	 * for its own data).  -o writeback_cache lets the kernel hold written
+	 * pages and send them later (DESIGN.md, "Writes through the kernel"). */
+	if (dc->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* ioctls on directories too: `ordfsctl sync MOUNTPOINT`. */
 	if (conn->capable & FUSE_CAP_IOCTL_DIR)
 		conn->want |= FUSE_CAP_IOCTL_DIR;

@@ -39,6 +39,7 @@
 #include "options.h"
 #include "utab.h"
 #include "mountinfo.h"
+#include "readahead.h"
 #include "test_hooks.h"
 #include "../fs.h"
 #include "../blockdev/blockdev.h"
@@ -96,6 +97,11 @@ static void usage(FILE *out)
 		"                  second of the image's measured write bandwidth)\n"
 		"  journal_ioprio=N  I/O priority (0 highest .. 7) of journal commits\n"
 		"                  (default 3; takes effect with the bfq scheduler)\n"
+		"  read_ahead_kb=N  the kernel's readahead window for the mount in KiB\n"
+		"                  (default 4096; needs root; 0 keeps the kernel's 128)\n"
+		"  writeback_cache  let the kernel hold written data and send it later;\n"
+		"                  ENOSPC and write errors then show at fsync or close,\n"
+		"                  not at write() (default off)\n"
 		"  discard         punch freed blocks out of the image as they are freed\n"
 		"                  (or now and then: ordfsctl trim MOUNTPOINT)\n"
 		"  flush_error=    when a write or flush of the image fails:\n"
@@ -308,6 +314,7 @@ static struct fuse_session *make_session(const struct daemon_options *o,
 struct live_ctx {
 	int verdict_fd;
 	const struct daemon_options *o;
+	const char *mountpoint_abs; /* resolved before the mount; NULL if not */
 };
 
 static void *announce_live(void *arg)
@@ -318,6 +325,16 @@ static void *announce_live(void *arg)
 		logmsg(LOG_WARNING, "cannot record the umount helper for %s (%s): umount will "
 		       "not wait for the daemon; fusermount3 -u does not either",
 		       live->o->mountpoint, strerror(-err));
+	if (live->o->read_ahead_kb) {
+		err = live->mountpoint_abs ? daemon_set_read_ahead(live->mountpoint_abs,
+								   live->o->read_ahead_kb)
+					   : -ENOENT;
+		/* Not root is the usual reason: quiet unless asked for. */
+		if (err && (live->o->read_ahead_given || live->o->debug))
+			logmsg(LOG_WARNING, "cannot set the readahead window of %s to %u KiB "
+			       "(%s): the kernel's default stays", live->o->mountpoint,
+			       live->o->read_ahead_kb, strerror(-err));
+	}
 	finish_detach(live->verdict_fd, true);
 	return NULL;
 }
@@ -381,7 +398,8 @@ int main(int argc, char **argv)
 	struct blockdev *image_bd = bd;
 	struct daemon_ctx dctx = { .attr_timeout = DAEMON_ATTR_TIMEOUT,
 				   .entry_timeout = DAEMON_ENTRY_TIMEOUT,
-				   .negative_timeout = DAEMON_NEGATIVE_TIMEOUT };
+				   .negative_timeout = DAEMON_NEGATIVE_TIMEOUT,
+				   .writeback_cache = o.writeback_cache };
 	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
 	if (test_hooks_setup(&dctx, image_bd, &bd) != 0) {
 		logmsg(LOG_ERR, "cannot set up the test device");
@@ -404,6 +422,10 @@ int main(int argc, char **argv)
 	int status = 1;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
+	/* mountinfo names the mount point resolved, as realpath does now
+	 * (after the mount it would ask the daemon for the root's attributes). */
+	char mountpoint_buf[PATH_MAX];
+	const char *mountpoint_abs = realpath(o.mountpoint, mountpoint_buf);
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
 
@@ -429,7 +451,7 @@ int main(int argc, char **argv)
 	/* The mount is live; the parent (and mount(8) behind it) returns once
 	 * umount(8) has been told to wait for us, which needs the loop
 	 * running: a thread does it while this one serves. */
-	struct live_ctx live = { verdict_fd, &o };
+	struct live_ctx live = { verdict_fd, &o, mountpoint_abs };
 	pthread_t announcer;
 	if (pthread_create(&announcer, NULL, announce_live, &live) == 0)
 		pthread_detach(announcer);

@@ -1,6 +1,11 @@
 /*
  * mountinfo.c - see mountinfo.h.
  */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "mountinfo.h"
 
 void mountinfo_unescape(char *s)
@@ -16,4 +21,35 @@ void mountinfo_unescape(char *s)
 		}
 	}
 	*out = '\0';
+}
+
+/* A mountinfo line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS] - TYPE
+ * SOURCE SUPER"; the optional tags end at the lone "-". */
+int mountinfo_device_of(const char *path, const char *fstype_prefix, unsigned *major,
+			unsigned *minor)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	int found = -ENOENT;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned maj, min;
+		char mnt[4096];
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
+			continue;
+		mountinfo_unescape(mnt);
+		const char *dash = strstr(line, " - ");
+		char type[256];
+		if (strcmp(mnt, path) != 0 || !dash || sscanf(dash + 3, "%255s", type) != 1 ||
+		    strncmp(type, fstype_prefix, strlen(fstype_prefix)) != 0)
+			continue;
+		*major = maj; /* later lines are newer mounts on top */
+		*minor = min;
+		found = 0;
+	}
+	free(line);
+	fclose(f);
+	return found;
 }

@@ -103,6 +103,19 @@ static int parse_dirty_limit(const char *val, struct daemon_options *o, char *er
 	return 0;
 }
 
+/* read_ahead_kb=N: KiB, 0 for the kernel's default, up to 64 MiB. */
+static int parse_read_ahead(const char *val, struct daemon_options *o, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	unsigned long kb = strtoul(val, &end, 10);
+	if (!*val || val[0] == '-' || *end || errno || kb > 65536)
+		return fail(err, errlen, "bad read_ahead_kb '%s' (0..65536 KiB)", val);
+	o->read_ahead_kb = (unsigned)kb;
+	o->read_ahead_given = true;
+	return 0;
+}
+
 static int parse_one(const char *opt, struct daemon_options *o, char *err, size_t errlen)
 {
 	if (strncmp(opt, "data=", 5) == 0) {
@@ -126,6 +139,12 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 		if (v[0] < '0' || v[0] > '7' || v[1])
 			return fail(err, errlen, "bad journal_ioprio '%s' (0..7)", v);
 		o->fs.journal_ioprio = (unsigned)(v[0] - '0');
+		return 0;
+	}
+	if (strncmp(opt, "read_ahead_kb=", 14) == 0)
+		return parse_read_ahead(opt + 14, o, err, errlen);
+	if (strcmp(opt, "writeback_cache") == 0 || strcmp(opt, "nowriteback_cache") == 0) {
+		o->writeback_cache = opt[0] == 'w';
 		return 0;
 	}
 	if (strcmp(opt, "discard") == 0 || strcmp(opt, "nodiscard") == 0) {
@@ -257,6 +276,7 @@ int daemon_parse_args_over(int argc, char **argv, const char *image_defaults,
 {
 	memset(o, 0, sizeof(*o));
 	ordfs_options_default(&o->fs);
+	o->read_ahead_kb = DAEMON_DEFAULT_READ_AHEAD_KB;
 	strcpy(o->fuse_opts, "default_permissions");
 	if (image_defaults && *image_defaults) {
 		int rc = parse_list(image_defaults, true, o, err, errlen);

@@ -19,6 +19,11 @@ struct page;
 /* Reads the current contents of logical block lblk (zeros for holes and
  * unwritten extents) into buf; a shared lock is enough. */
 int file_read_block(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint8_t *buf);
+/* Reads whole blocks from lblk (at most max) into buf, as many as lie in
+ * one extent or hole with no page and no cached buffer, in one device
+ * read; returns how many (>= 1) or a negative errno.  A shared lock. */
+int file_read_blocks(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint32_t max,
+		     uint8_t *buf);
 /* Finds or creates the page for lblk, loaded with the block's contents
  * unless the caller overwrites it `whole`. */
 int file_page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool whole,

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "base/ordfs_assert.h"
 #include "file.h"
 #include "alloc/alloc.h"
 #include "blockdev/blockdev.h"
@@ -47,6 +48,55 @@ int file_read_block(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint8_
 		return 0;
 	}
 	return blockdev_read(fs->bd, buf, fs->block_size, phys * fs->block_size);
+}
+
+/* Whole blocks lblk.. (at most max) read into buf: the run of one extent
+ * (or hole) that has no page and no cached buffer, in one device read.
+ * Returns the number of blocks read (>= 1) or a negative errno. */
+int file_read_blocks(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint32_t max,
+		     uint8_t *buf)
+{
+	ORDFS_ASSERT(max >= 1);
+	struct ordfs_extent ext;
+	int found = extent_lookup(fs, inode, lblk, &ext);
+	if (found < 0)
+		return found;
+	uint64_t in_extent = ext.logical + ext.len - lblk;
+	uint32_t run = in_extent < max ? (uint32_t)in_extent : max;
+	bool zeros = !found || (ext.flags & ORDFS_EXT_UNWRITTEN);
+	uint64_t phys = ext.physical + (lblk - ext.logical);
+	/* Stop before the first block whose newest contents are elsewhere. */
+	for (uint32_t i = 1; i < run; i++) {
+		if (pages_find(inode, lblk + i)) {
+			run = i;
+			break;
+		}
+		if (!zeros) {
+			struct buf *b = bcache_peek(fs->cache, phys + i);
+			if (b) {
+				bcache_put(fs->cache, b);
+				run = i;
+				break;
+			}
+		}
+	}
+	if (run == 1 || zeros) {
+		if (zeros) {
+			memset(buf, 0, (size_t)run * fs->block_size);
+			return (int)run;
+		}
+		int err = file_read_block(fs, inode, lblk, buf);
+		return err ? err : 1;
+	}
+	/* The first block may be cached too (file_read_block looks). */
+	struct buf *b = bcache_peek(fs->cache, phys);
+	if (b) {
+		bcache_put(fs->cache, b);
+		int err = file_read_block(fs, inode, lblk, buf);
+		return err ? err : 1;
+	}
+	int err = blockdev_read(fs->bd, buf, (size_t)run * fs->block_size, phys * fs->block_size);
+	return err ? err : (int)run;
 }
 
 int file_page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool whole,

@@ -8,7 +8,8 @@
  * until they are created, and attributes fresh after a change the daemon
  * makes on its own (the mode an ACL implies, st_blocks after writeback,
  * atime after a read): what stat() shows from the kernel's cache must be
- * what statx(AT_STATX_FORCE_SYNC), which always asks the daemon, shows.
+ * what statx(AT_STATX_FORCE_SYNC), which always asks the daemon, shows;
+ * and the mount's readahead window the daemon sets.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -361,6 +363,53 @@ START_TEST(test_atime_fresh_after_read)
 }
 END_TEST
 
+/* The mount's readahead window (/sys/class/bdi/MAJ:MIN/read_ahead_kb):
+ * the daemon's default, or -o read_ahead_kb=; root only.  A daemon in the
+ * foreground (-f, as the tests run it) sets it just after the mount is
+ * live, so this waits up to 2 s for it to become want. */
+static unsigned read_ahead_now(const char *mountpoint)
+{
+	struct stat st;
+	MNT_OK(stat(mountpoint, &st));
+	char path[96];
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
+		 minor(st.st_dev));
+	FILE *f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	unsigned kb = 0;
+	ck_assert_int_eq(fscanf(f, "%u", &kb), 1);
+	fclose(f);
+	return kb;
+}
+
+static unsigned read_ahead_of(const char *mountpoint, unsigned want)
+{
+	unsigned kb = 0;
+	for (int i = 0; i < 200 && kb != want; i++) {
+		if (i)
+			usleep(10 * 1000);
+		kb = read_ahead_now(mountpoint);
+	}
+	return kb;
+}
+
+START_TEST(test_read_ahead_window)
+{
+	if (geteuid() != 0) {
+		printf("SKIP test_read_ahead_window: only root may set a mount's readahead\n");
+		return;
+	}
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, NULL);
+	ck_assert_uint_eq(read_ahead_of(m.mountpoint, 4096), 4096);
+	mnt_stop(&m);
+	mnt_start(&m, "read_ahead_kb=256");
+	ck_assert_uint_eq(read_ahead_of(m.mountpoint, 256), 256);
+	mnt_finish(&m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mounted cache");
@@ -376,6 +425,7 @@ int main(void)
 	tcase_add_test(tc, test_mode_from_acl_seen_at_once);
 	tcase_add_test(tc, test_blocks_fresh_after_writeback);
 	tcase_add_test(tc, test_atime_fresh_after_read);
+	tcase_add_test(tc, test_read_ahead_window);
 	suite_add_tcase(s, tc);
 	return mnt_run_suite(s);
 }

@@ -136,6 +136,9 @@ START_TEST(test_refuses_bad_options)
 		{ "dirty_limit=4K", "dirty_limit" },
 		{ "dirty_limit=65G", "dirty_limit" },
 		{ "dirty_limit=3T", "dirty_limit" },
+		{ "read_ahead_kb=x", "read_ahead_kb" },
+		{ "read_ahead_kb=65537", "read_ahead_kb" },
+		{ "read_ahead_kb=-1", "read_ahead_kb" },
 		{ "journal_ioprio=8", "journal_ioprio" },
 	};
 	for (size_t i = 0; i < sizeof(bad_opts) / sizeof(bad_opts[0]); i++) {

@@ -5,7 +5,8 @@
  * Owns: the kill -9 rounds (ORDFS_KILL_ROUNDS, default 20; seed from
  * ORDFS_KILL_SEED, default the clock, printed so a failure can be
  * replayed).  Each round: mount with -f (data=ordered or data=journal,
- * default or 1 s commit interval, in turn); 4 worker processes loop over
+ * default or 1 s commit interval, or the kernel's writeback cache, in
+ * turn); 4 worker processes loop over
  * create+write+fsync, overwrite+fsync, rename (in a directory, across
  * directories, over another file)+fsync of the directories, and
  * unlink+fsync of the directory, each in its own directories; after a
@@ -591,10 +592,11 @@ static bool log_says_recovered(const char *log)
 static void run_round(struct mnt *m, unsigned round, uint64_t *rng, unsigned *recovered)
 {
 	unsigned first = round - round % EPOCH;
-	/* data=ordered and data=journal, with the default and a 1 s commit */
+	/* data=ordered and data=journal, with the default and a 1 s commit,
+	 * and the kernel holding written pages (-o writeback_cache) */
 	static const char *const round_opts[] = { NULL, "commit=1", "data=journal",
-						  "data=journal,commit=1" };
-	const char *opts = round_opts[round % 4];
+						  "data=journal,commit=1", "writeback_cache" };
+	const char *opts = round_opts[round % 5];
 	mnt_start(m, opts);
 	make_round_dirs(m, round);
 
