@@ -11,6 +11,9 @@
 #                directory of the host filesystem: the FUSE ceiling, what
 #                any FUSE daemon costs over the host with nothing of its own
 #
+# ORDFS_OPTS (default empty) are -o options for the ordfs daemon, e.g.
+# ORDFS_OPTS=writeback_cache to measure that option against the default.
+#
 # Every image has IMG_SIZE bytes and lives in WORK, next to the host
 # directory and passthrough's backing directory.  What is mounted is
 # recorded as files in WORK/state, so the EXIT trap and the workloads'
@@ -137,7 +140,8 @@ target_mount() { # mount TARGET's existing image on its directory
 	host) ;;
 	ordfs)
 		# returns once the mount is live, then the daemon logs to syslog
-		"$BUILD/src/ordfs" "$img" "$mnt" </dev/null >>"$WORK/logs/ordfs.log" 2>&1 || {
+		"$BUILD/src/ordfs" "$img" "$mnt" ${ORDFS_OPTS:+-o "$ORDFS_OPTS"} </dev/null \
+			>>"$WORK/logs/ordfs.log" 2>&1 || {
 			echo "ordfs did not mount: $(tail -1 "$WORK/logs/ordfs.log")" >&2
 			return 1
 		}
