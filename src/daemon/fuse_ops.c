@@ -28,8 +28,11 @@
  *    are kept across opens when no read could change atime under the
  *    mount's policy (ordfs_open_keeps_cache); otherwise the open drops
  *    them so the read that owes an atime reaches ordfs.  The writeback
- *    cache stays off, so every write() reaches the daemon in order and
- *    every READ we get is a read a program made.
+ *    cache is off unless -o writeback_cache asks for it (op_init): by
+ *    default every write() reaches the daemon in order and every READ we
+ *    get is a read a program made (or its readahead); with it, the kernel
+ *    sends written pages later, before FSYNC and at close (DESIGN.md,
+ *    "Writes through the kernel").
  */
 #include <dirent.h>
 #include <errno.h>
