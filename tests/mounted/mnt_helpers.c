@@ -67,6 +67,25 @@ int mnt_ts_cmp(struct timespec a, struct timespec b)
 	return 0;
 }
 
+void mnt_expect_mutt_case(const char *path)
+{
+	usleep(20 * 1000);
+	int fd = open(path, O_WRONLY | O_APPEND);
+	MNT_OK(fd);
+	mnt_write_all(fd, "From x@y\n\nnew\n", 14);
+	close(fd);
+	ck_assert_msg(mnt_ts_cmp(mnt_atime_of(path), mnt_mtime_of(path)) <= 0,
+		      "the write left atime past mtime");
+	usleep(20 * 1000);
+	char buf[4096];
+	fd = open(path, O_RDONLY);
+	MNT_OK(fd);
+	ck_assert_uint_gt(mnt_read_full(fd, buf, sizeof(buf)), 0);
+	close(fd);
+	ck_assert_msg(mnt_ts_cmp(mnt_atime_of(path), mnt_mtime_of(path)) > 0,
+		      "relatime: the first read after a write left atime behind mtime");
+}
+
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000u, (long)(ms % 1000u) * 1000000L };

@@ -203,6 +203,10 @@ uint64_t mnt_now_ms(void);
 struct timespec mnt_atime_of(const char *path);
 struct timespec mnt_mtime_of(const char *path);
 int mnt_ts_cmp(struct timespec a, struct timespec b);
+/* The mutt case under relatime, on a file read since its last change:
+ * an append (a mail delivered) leaves atime behind mtime, and the next
+ * read (the mail reader) moves atime past mtime again. */
+void mnt_expect_mutt_case(const char *path);
 
 /* Creates path (O_EXCL) with mode and optional text; returns the open fd. */
 int mnt_create_file(const char *path, mode_t mode, const char *text);

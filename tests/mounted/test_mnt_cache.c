@@ -145,20 +145,7 @@ START_TEST(test_mutt_case_with_kept_cache)
 	struct mnt m;
 	mnt_setup(&m, "64M");
 	mnt_start(&m, NULL);
-	const char *box = cached_file(&m, "mbox");
-	usleep(20 * 1000);
-	int fd = open(box, O_WRONLY | O_APPEND);
-	MNT_OK(fd);
-	mnt_write_all(fd, "From x@y\n\nnew\n", 14);
-	close(fd);
-	struct stat st;
-	MNT_OK(stat(box, &st));
-	ck_assert_msg(mnt_ts_cmp(st.st_atim, st.st_mtim) <= 0, "the write left atime past mtime");
-	usleep(20 * 1000);
-	read_whole(box);
-	MNT_OK(stat(box, &st));
-	ck_assert_msg(mnt_ts_cmp(st.st_atim, st.st_mtim) > 0,
-		      "relatime: the first read after a write left atime behind mtime");
+	mnt_expect_mutt_case(cached_file(&m, "mbox"));
 	mnt_finish(&m);
 }
 END_TEST

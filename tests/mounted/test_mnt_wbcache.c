@@ -88,20 +88,7 @@ START_TEST(test_mutt_case)
 	MNT_OK(fd);
 	ck_assert_uint_eq(mnt_read_full(fd, buf, sizeof(buf)), sizeof(buf));
 	close(fd);
-	usleep(20 * 1000);
-	fd = open(box, O_WRONLY | O_APPEND);
-	MNT_OK(fd);
-	mnt_write_all(fd, "From x@y\n\nnew\n", 14);
-	close(fd);
-	ck_assert_msg(mnt_ts_cmp(mnt_atime_of(box), mnt_mtime_of(box)) <= 0,
-		      "the write left atime past mtime");
-	usleep(20 * 1000);
-	fd = open(box, O_RDONLY);
-	MNT_OK(fd);
-	ck_assert_uint_eq(mnt_read_full(fd, buf, sizeof(buf)), sizeof(buf));
-	close(fd);
-	ck_assert_msg(mnt_ts_cmp(mnt_atime_of(box), mnt_mtime_of(box)) > 0,
-		      "relatime: the first read after a write left atime behind mtime");
+	mnt_expect_mutt_case(box);
 	mnt_finish(&m);
 }
 END_TEST
