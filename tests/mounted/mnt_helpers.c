@@ -664,7 +664,36 @@ static void lazy_unmount_quietly(const char *mountpoint)
 	}
 }
 
-/* Lazily unmounts every mount under the root, deepest first. */
+/* Prints the daemon logs of the test directory that holds mountpoint mp
+ * (a mount left behind means a test failed half-way: its daemon's view
+ * of why belongs in the test's output). */
+static void dump_daemon_logs_near(const char *mp)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", mp);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, "daemon.", 7) != 0 || len < 4 ||
+		    strcmp(e->d_name + len - 4, ".log") != 0)
+			continue;
+		char path[PATH_MAX + 256];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		fprintf(stderr, "cleanup: %s:\n", path);
+		mnt_dump_file(path, "daemon: ");
+	}
+	closedir(d);
+}
+
+/* Lazily unmounts every mount under the root, deepest first, and shows
+ * the logs of their daemons. */
 static unsigned unmount_leftovers(void)
 {
 	char *info = mnt_slurp("/proc/self/mountinfo", NULL);
@@ -684,6 +713,7 @@ static unsigned unmount_leftovers(void)
 		if (points[i]) {
 			fprintf(stderr, "cleanup: lazily unmounting %s\n", points[i]);
 			lazy_unmount_quietly(points[i]);
+			dump_daemon_logs_near(points[i]);
 		}
 		free(points[i]);
 	}

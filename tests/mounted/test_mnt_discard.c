@@ -27,7 +27,7 @@ static uint64_t host_bytes(const char *path)
 static void ioctl_on(struct mnt *m, unsigned long cmd, void *arg)
 {
 	int fd = open(m->mountpoint, O_RDONLY | O_DIRECTORY);
-	ck_assert_int_ge(fd, 0);
+	MNT_OK(fd);
 	MNT_OK(ioctl(fd, cmd, arg));
 	close(fd);
 }
