@@ -358,6 +358,13 @@ int main(int argc, char **argv)
 	 * write ... (see DESIGN.md, "The daemon"). */
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	mallopt(M_TOP_PAD, 16 << 20);
+	/* Setting those fixes glibc's mmap threshold at 128 KiB (it no longer
+	 * grows with use), so every reply buffer of a large read (up to 1 MiB)
+	 * would be a fresh mmap, faulted in page by page and unmapped again.
+	 * From the heap they are reused: a cold 512 MiB read took half the
+	 * daemon's CPU time and 0.54 s instead of 0.99 s (three reads, medians
+	 * of three runs). */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	if (daemon_parse_args(argc, argv, &o, err_msg, sizeof(err_msg)) != 0) {
 		fprintf(stderr, "ordfs: %s\n", err_msg);
 		return 1;
