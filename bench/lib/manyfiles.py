@@ -10,14 +10,31 @@ write(2) and closed.  Then, durability:
   fsync  open each file again and fsync it, then fsync each directory and DIR
   cmd    run COMMAND once (syncfs through `sync -f`, `ordfsctl sync`, ...)
   none   nothing
+Last, the warm tree is walked STAT_WALKS times as `ls -l` or `find -ls`
+would (readdir of each directory, lstat of each entry), untimed once to
+warm it, then timed.
 Prints one JSON object: files, create_s, durable_s, files_per_s (FILES
-over create + durable) and create_files_per_s (create phase alone).
+over create + durable), create_files_per_s (create phase alone) and
+stat_warm_per_s (entries listed and statted per second, warm).
 """
 import json
 import os
 import subprocess
 import sys
 import time
+
+STAT_WALKS = 3
+
+
+def walk_and_stat(dirs):
+    """readdir of each directory, lstat of every entry; returns entries."""
+    n = 0
+    for d in dirs:
+        with os.scandir(d) as it:
+            for entry in it:
+                os.lstat(entry.path)
+                n += 1
+    return n
 
 
 def main():
@@ -54,6 +71,13 @@ def main():
         subprocess.run(command, check=True)
     done = time.monotonic()
 
+    walk_and_stat(dirs)
+    walked = 0
+    t0 = time.monotonic()
+    for _ in range(STAT_WALKS):
+        walked += walk_and_stat(dirs)
+    stat_s = time.monotonic() - t0
+
     print(json.dumps({
         "files": files,
         "dirs": ndirs,
@@ -63,6 +87,7 @@ def main():
         "durable_s": done - created,
         "files_per_s": files / (done - start),
         "create_files_per_s": files / (created - start),
+        "stat_warm_per_s": walked / stat_s,
     }))
 
 
