@@ -127,6 +127,10 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 		    uint64_t off);
 ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
 		   uint64_t off);
+/* The same without touching atime: the kernel filling a page for a
+ * partial write (-o writeback_cache), not a program reading. */
+ssize_t ordfs_read_for_write(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
+			     uint64_t off);
 int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size);
 /* True if the kernel may keep serving the file's (or directory's) data
  * from its cache through a new open: no read could change its atime now

@@ -50,6 +50,9 @@ bool attach_file(fuse_req_t req, struct inode *inode, struct fuse_file_info *fi)
 void detach_file(struct daemon_ctx *dc, struct fuse_file_info *fi);
 /* fi's error cursor, NULL for a directory or no fi. */
 struct ordfs_file *file_of(const struct fuse_file_info *fi);
+/* Was fi opened O_WRONLY?  (A READ through it is the kernel filling a page
+ * for a write, with -o writeback_cache, not a program reading.) */
+bool file_is_write_only(const struct fuse_file_info *fi);
 
 /* ---- the caller (fuse_xattr.c) ----------------------------------------- */
 

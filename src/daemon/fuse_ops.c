@@ -489,7 +489,6 @@ char *reply_buffer(fuse_req_t req, struct inode *inode, size_t size, bool allow_
 static void op_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	(void)fi;
 	struct inode *inode = get_inode(req, node);
 	if (!inode)
 		return;
@@ -497,7 +496,11 @@ static void op_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	char *buf = reply_buffer(req, inode, size, false, &failed);
 	if (failed)
 		return;
-	ssize_t n = ordfs_read(ctx_of(req)->fs, inode, buf, size, (uint64_t)off);
+	/* With the writeback cache the kernel reads a page through a
+	 * write-only open to complete a partial write: not an access. */
+	ssize_t n = ctx_of(req)->writeback_cache && file_is_write_only(fi)
+			    ? ordfs_read_for_write(ctx_of(req)->fs, inode, buf, size, (uint64_t)off)
+			    : ordfs_read(ctx_of(req)->fs, inode, buf, size, (uint64_t)off);
 	inode_put(ctx_of(req)->fs, inode);
 	if (n < 0)
 		reply_result(req, (int)n);
@@ -721,6 +724,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
 		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* The kernel keeps the smaller of the mount's readahead window (which
+	 * the daemon raised before this INIT, readahead.c) and this. */
+	if ((uint64_t)dc->read_ahead_kb * 1024 > conn->max_readahead)
+		conn->max_readahead = dc->read_ahead_kb * 1024u;
 	/* ioctls on directories too: `ordfsctl sync MOUNTPOINT`. */
 	if (conn->capable & FUSE_CAP_IOCTL_DIR)
 		conn->want |= FUSE_CAP_IOCTL_DIR;

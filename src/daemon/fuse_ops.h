@@ -23,6 +23,7 @@ struct daemon_ctx {
 	double entry_timeout; /* seconds the kernel may cache names */
 	double negative_timeout; /* seconds it may remember that a name is absent */
 	bool writeback_cache; /* -o writeback_cache: ask for FUSE's writeback cache */
+	unsigned read_ahead_kb; /* -o read_ahead_kb: INIT must not ask for less */
 #ifdef ORDFS_TEST_HOOKS /* -Dtest_hooks=true only: test_hooks.c */
 	struct blockdev *test_faults; /* the fault device (ORDFS_TEST_FAULTS=1) */
 	struct blockdev *test_record; /* the streaming recorder (ORDFS_TEST_RECORD) */

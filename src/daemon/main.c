@@ -314,7 +314,6 @@ static struct fuse_session *make_session(const struct daemon_options *o,
 struct live_ctx {
 	int verdict_fd;
 	const struct daemon_options *o;
-	const char *mountpoint_abs; /* resolved before the mount; NULL if not */
 };
 
 static void *announce_live(void *arg)
@@ -325,18 +324,24 @@ static void *announce_live(void *arg)
 		logmsg(LOG_WARNING, "cannot record the umount helper for %s (%s): umount will "
 		       "not wait for the daemon; fusermount3 -u does not either",
 		       live->o->mountpoint, strerror(-err));
-	if (live->o->read_ahead_kb) {
-		err = live->mountpoint_abs ? daemon_set_read_ahead(live->mountpoint_abs,
-								   live->o->read_ahead_kb)
-					   : -ENOENT;
-		/* Not root is the usual reason: quiet unless asked for. */
-		if (err && (live->o->read_ahead_given || live->o->debug))
-			logmsg(LOG_WARNING, "cannot set the readahead window of %s to %u KiB "
-			       "(%s): the kernel's default stays", live->o->mountpoint,
-			       live->o->read_ahead_kb, strerror(-err));
-	}
 	finish_detach(live->verdict_fd, true);
 	return NULL;
+}
+
+/* The mount's readahead window, set now: the mount exists and the loop
+ * has not answered INIT yet (readahead.c says why the order matters). */
+static void set_read_ahead(const struct daemon_options *o, const char *mountpoint_abs)
+{
+	if (!o->read_ahead_kb)
+		return;
+	/* Only root may; quiet about it unless the option was asked for. */
+	if (geteuid() != 0 && !o->read_ahead_given && !o->debug)
+		return;
+	int err = mountpoint_abs ? daemon_set_read_ahead(mountpoint_abs, o->read_ahead_kb)
+				 : -ENOENT;
+	if (err && (o->read_ahead_given || o->debug))
+		logmsg(LOG_WARNING, "cannot set the readahead window of %s to %u KiB (%s): the "
+		       "kernel's default stays", o->mountpoint, o->read_ahead_kb, strerror(-err));
 }
 
 static int serve(struct fuse_session *se, const struct daemon_options *o)
@@ -406,7 +411,8 @@ int main(int argc, char **argv)
 	struct daemon_ctx dctx = { .attr_timeout = DAEMON_ATTR_TIMEOUT,
 				   .entry_timeout = DAEMON_ENTRY_TIMEOUT,
 				   .negative_timeout = DAEMON_NEGATIVE_TIMEOUT,
-				   .writeback_cache = o.writeback_cache };
+				   .writeback_cache = o.writeback_cache,
+				   .read_ahead_kb = o.read_ahead_kb };
 	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
 	if (test_hooks_setup(&dctx, image_bd, &bd) != 0) {
 		logmsg(LOG_ERR, "cannot set up the test device");
@@ -435,6 +441,7 @@ int main(int argc, char **argv)
 	const char *mountpoint_abs = realpath(o.mountpoint, mountpoint_buf);
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
+	set_read_ahead(&o, mountpoint_abs);
 
 	int verdict_fd = -1;
 	if (!o.foreground) {
@@ -458,7 +465,7 @@ int main(int argc, char **argv)
 	/* The mount is live; the parent (and mount(8) behind it) returns once
 	 * umount(8) has been told to wait for us, which needs the loop
 	 * running: a thread does it while this one serves. */
-	struct live_ctx live = { verdict_fd, &o, mountpoint_abs };
+	struct live_ctx live = { verdict_fd, &o };
 	pthread_t announcer;
 	if (pthread_create(&announcer, NULL, announce_live, &live) == 0)
 		pthread_detach(announcer);

@@ -8,6 +8,7 @@
  * ended first: a lazy unmount, an abort).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -20,6 +21,7 @@
  * kernel never releases (loop ended first) can be freed at exit. */
 struct open_file {
 	struct ordfs_file f;
+	bool write_only; /* opened O_WRONLY */
 	struct open_file *prev, *next;
 };
 
@@ -34,6 +36,7 @@ bool attach_file(fuse_req_t req, struct inode *inode, struct fuse_file_info *fi)
 		return false;
 	}
 	ordfs_file_open(inode, &of->f);
+	of->write_only = (fi->flags & O_ACCMODE) == O_WRONLY;
 	ordfs_mutex_lock(&dc->files_lock);
 	of->next = dc->open_files;
 	if (of->next)
@@ -76,4 +79,10 @@ struct ordfs_file *file_of(const struct fuse_file_info *fi)
 {
 	struct open_file *of = fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
 	return of ? &of->f : NULL;
+}
+
+bool file_is_write_only(const struct fuse_file_info *fi)
+{
+	struct open_file *of = fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
+	return of && of->write_only;
 }

@@ -10,27 +10,24 @@
  * /sys/class/bdi/MAJ:MIN/read_ahead_kb, which is what blockdev --setra
  * sets for a disk.
  *
- * Rules: called once the mount exists (not from the FUSE loop: it waits
- * for a reply to a statfs, so INIT cannot undo the setting), with the mount point's absolute
- * path resolved before the mount (as mountinfo names it); only root may write the setting, so
- * a failure keeps the kernel's default and is logged (a warning when the
- * option was given, a debug line otherwise), never fatal.
+ * Rules: the kernel sets the window again when it reads INIT's reply, to
+ * the smaller of the current window and the reply's max_readahead.  So
+ * this runs after fuse_session_mount and before the loop answers INIT
+ * (no request to our own mount, nothing to wait for), and op_init asks
+ * for at least this much.  The mount point is an absolute path resolved
+ * before the mount (as mountinfo names it).  Only root may write the
+ * setting: a failure keeps the kernel's default and is logged (when the
+ * option was given), never fatal.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #include "mountinfo.h"
 #include "readahead.h"
 
 int daemon_set_read_ahead(const char *mountpoint, unsigned kb)
 {
-	/* The kernel sets the window from INIT's reply (the smaller of ours
-	 * and its default): wait for it, the first request after INIT. */
-	struct statvfs sv;
-	if (statvfs(mountpoint, &sv) != 0)
-		return -errno;
 	unsigned major, minor;
 	int err = mountinfo_device_of(mountpoint, "fuse", &major, &minor);
 	if (err)

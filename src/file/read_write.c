@@ -35,7 +35,24 @@ bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode)
 	return keep;
 }
 
+static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, void *buf,
+				      size_t len, uint64_t off, bool program_read);
+
 ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len, uint64_t off)
+{
+	return read_locked_then_atime(fs, inode, buf, len, off, true);
+}
+
+ssize_t ordfs_read_for_write(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
+			     uint64_t off)
+{
+	return read_locked_then_atime(fs, inode, buf, len, off, false);
+}
+
+/* Copies the bytes under the shared lock; then, for a program's read,
+ * moves atime as the mount's policy says. */
+static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, void *buf,
+				      size_t len, uint64_t off, bool program_read)
 {
 	uint32_t bs = fs->block_size;
 	uint8_t *out = buf;
@@ -81,7 +98,7 @@ ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
 		}
 	}
 	/* The cheap check under the read lock; atime_touch decides again. */
-	bool touch = done >= 0 && fs->opts.atime.mode != ATIME_NOATIME &&
+	bool touch = program_read && done >= 0 && fs->opts.atime.mode != ATIME_NOATIME &&
 		     atime_needs_update(&fs->opts.atime, false, inode->d.atime, inode->d.mtime,
 					inode->d.ctime, ordfs_now());
 	ordfs_rwlock_unlock(&inode->lock);

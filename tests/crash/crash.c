@@ -11,7 +11,8 @@
  *   --long: every 2-operation sequence (32,400) in data=ordered, larger
  *     samples elsewhere, twelve long runs of 400 operations;
  *   --jobs N: N worker processes (default: 2 for --long, else 1);
- *   --every N: only every Nth workload of the tier (0, N, 2N, ...); the
+ *   --every N: about one workload in N, picked by a hash of its index
+ *     (a stride would alias with the tier's i % 2/3/4 choices); the
  *     sanitizer builds' suite runs a quarter, the normal build all;
  *   --index N: only workload N of the tier (as named in a violation).
  * Summary: "crash: W workloads, S crash states checked, V violations" and
@@ -31,12 +32,27 @@ struct totals {
 	uint64_t workloads, states, violations;
 };
 
-/* Runs every (jobs * every)-th workload from first * every; totals to fd. */
+/* Is workload i in the 1-in-every sample?  Chosen by a hash of the index,
+ * not by a stride: the tier picks data modes, journal sizes and kinds by
+ * i % 2, 3, 4 and 180, and a stride of 4 would keep only some of them. */
+static bool sampled(unsigned i, unsigned every)
+{
+	uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull;
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 29;
+	return every <= 1 || x % every == 0;
+}
+
+/* Runs every jobs-th workload from first that is in the sample; totals
+ * to fd. */
 static void worker(const struct crash_tier *t, unsigned first, unsigned jobs, unsigned every,
 		   bool progress, int fd)
 {
 	unsigned n = crash_tier_count(t);
-	for (unsigned i = first * every; i < n; i += jobs * every) {
+	for (unsigned i = first; i < n; i += jobs) {
+		if (!sampled(i, every))
+			continue;
 		crash_tier_run(t, i);
 		if (progress && crash_workloads_run % 500 == 0)
 			fprintf(stderr, "crash: worker %u: %" PRIu64 " workloads, %" PRIu64
