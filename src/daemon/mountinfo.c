@@ -2,8 +2,8 @@
  * mountinfo.c - see mountinfo.h.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "mountinfo.h"
@@ -23,33 +23,40 @@ void mountinfo_unescape(char *s)
 	*out = '\0';
 }
 
-/* A mountinfo line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS] - TYPE
- * SOURCE SUPER"; the optional tags end at the lone "-". */
-int mountinfo_device_of(const char *path, const char *fstype_prefix, unsigned *major,
-			unsigned *minor)
+int mountinfo_find(const char *target, char *source, size_t ssize, char *type, size_t tsize,
+		   char *dev, size_t dsize)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return -errno;
-	char *line = NULL;
-	size_t cap = 0;
-	int found = -ENOENT;
-	while (getline(&line, &cap, f) > 0) {
-		unsigned maj, min;
-		char mnt[4096];
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
+	char line[3 * PATH_MAX];
+	int err = -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		/* id parent major:minor root mountpoint options... - type source superopts */
+		char *save = NULL, *field[5];
+		int n = 0;
+		char *dash = strstr(line, " - ");
+		if (!dash)
 			continue;
-		mountinfo_unescape(mnt);
-		const char *dash = strstr(line, " - ");
-		char type[256];
-		if (strcmp(mnt, path) != 0 || !dash || sscanf(dash + 3, "%255s", type) != 1 ||
-		    strncmp(type, fstype_prefix, strlen(fstype_prefix)) != 0)
+		*dash = '\0';
+		for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
+			field[n++] = t;
+		if (n < 5)
 			continue;
-		*major = maj; /* later lines are newer mounts on top */
-		*minor = min;
-		found = 0;
+		mountinfo_unescape(field[4]);
+		if (strcmp(field[4], target) != 0)
+			continue;
+		char *t_save = NULL;
+		char *fstype = strtok_r(dash + 3, " ", &t_save);
+		char *src = strtok_r(NULL, " ", &t_save);
+		if (!fstype || !src)
+			continue;
+		mountinfo_unescape(src);
+		snprintf(type, tsize, "%s", fstype);
+		snprintf(source, ssize, "%s", src);
+		snprintf(dev, dsize, "%s", field[2]);
+		err = 0; /* later lines are newer mounts on top: keep going */
 	}
-	free(line);
 	fclose(f);
-	return found;
+	return err;
 }

@@ -4,18 +4,21 @@
  *
  * Owns: undoing the kernel's octal escapes in its fields (a space in a
  * path is "\040"), so a field compares equal to the path it names; and
- * finding the device number of the mount on a path.
+ * finding the mount on a path (its source, type and device number).
  */
 #ifndef ORDFS_MOUNTINFO_H
 #define ORDFS_MOUNTINFO_H
 
+#include <stddef.h>
+
 /* Undoes mountinfo's octal escapes in place. */
 void mountinfo_unescape(char *s);
 
-/* The device number (major:minor, as the kernel names the mount's
- * backing_dev_info in /sys/class/bdi) of the newest mount on path, whose
- * filesystem type starts with fstype_prefix.  0, or -ENOENT. */
-int mountinfo_device_of(const char *path, const char *fstype_prefix, unsigned *major,
-			unsigned *minor);
+/* The source, type and device number ("major:minor", which also names
+ * the mount's backing_dev_info in /sys/class/bdi) of the mount at target
+ * (the last such line, the one on top).  0, or -ENOENT when nothing is
+ * mounted there. */
+int mountinfo_find(const char *target, char *source, size_t ssize, char *type, size_t tsize,
+		   char *dev, size_t dsize);
 
 #endif

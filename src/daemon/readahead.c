@@ -20,6 +20,7 @@
  * option was given), never fatal.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,12 +29,15 @@
 
 int daemon_set_read_ahead(const char *mountpoint, unsigned kb)
 {
-	unsigned major, minor;
-	int err = mountinfo_device_of(mountpoint, "fuse", &major, &minor);
+	char source[PATH_MAX], type[64], dev[64];
+	int err = mountinfo_find(mountpoint, source, sizeof(source), type, sizeof(type), dev,
+				 sizeof(dev));
 	if (err)
 		return err;
-	char path[96];
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major, minor);
+	if (strncmp(type, "fuse", 4) != 0)
+		return -ENOENT; /* not our mount on top */
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
 	FILE *f = fopen(path, "we");
 	if (!f)
 		return -errno;

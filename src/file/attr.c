@@ -40,8 +40,7 @@ void ordfs_getattr(struct ordfs *fs, struct inode *inode, struct stat *st)
 	st->st_size = (off_t)(S_ISREG(inode->d.mode) ? inode->size : inode->d.size);
 	st->st_blksize = fs->block_size;
 	/* st_blocks counts 512-byte units of allocated and delayed blocks. */
-	uint64_t blocks = inode->d.blocks + pages_delayed_blocks(inode);
-	st->st_blocks = (blkcnt_t)(blocks * (fs->block_size / 512));
+	st->st_blocks = (blkcnt_t)(pages_st_blocks(inode) * (fs->block_size / 512));
 	st->st_atim.tv_sec = inode->d.atime.sec;
 	st->st_atim.tv_nsec = inode->d.atime.nsec;
 	st->st_mtim.tv_sec = inode->d.mtime.sec;

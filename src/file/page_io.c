@@ -50,6 +50,16 @@ int file_read_block(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint8_
 	return blockdev_read(fs->bd, buf, fs->block_size, phys * fs->block_size);
 }
 
+/* Does the metadata cache hold a buffer for block phys (whose contents,
+ * logged and maybe not home yet, are then the newest)? */
+static bool block_cached(struct ordfs *fs, uint64_t phys)
+{
+	struct buf *b = bcache_peek(fs->cache, phys);
+	if (b)
+		bcache_put(fs->cache, b);
+	return b != NULL;
+}
+
 /* Whole blocks lblk.. (at most max) read into buf: the run of one extent
  * (or hole) that has no page and no cached buffer, in one device read.
  * Returns the number of blocks read (>= 1) or a negative errno. */
@@ -65,35 +75,23 @@ int file_read_blocks(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint3
 	uint32_t run = in_extent < max ? (uint32_t)in_extent : max;
 	bool zeros = !found || (ext.flags & ORDFS_EXT_UNWRITTEN);
 	uint64_t phys = ext.physical + (lblk - ext.logical);
-	/* Stop before the first block whose newest contents are elsewhere. */
-	for (uint32_t i = 1; i < run; i++) {
-		if (pages_find(inode, lblk + i)) {
+	/* The run ends before the next block whose newest contents are
+	 * elsewhere: a page (the caller found none for lblk) or, for mapped
+	 * blocks, a cached buffer. */
+	for (uint32_t i = 0; i < run; i++) {
+		if ((i > 0 && pages_find(inode, lblk + i)) ||
+		    (!zeros && block_cached(fs, phys + i))) {
 			run = i;
 			break;
 		}
-		if (!zeros) {
-			struct buf *b = bcache_peek(fs->cache, phys + i);
-			if (b) {
-				bcache_put(fs->cache, b);
-				run = i;
-				break;
-			}
-		}
 	}
-	if (run == 1 || zeros) {
-		if (zeros) {
-			memset(buf, 0, (size_t)run * fs->block_size);
-			return (int)run;
-		}
+	if (run == 0) { /* lblk itself is cached: file_read_block reads it there */
 		int err = file_read_block(fs, inode, lblk, buf);
 		return err ? err : 1;
 	}
-	/* The first block may be cached too (file_read_block looks). */
-	struct buf *b = bcache_peek(fs->cache, phys);
-	if (b) {
-		bcache_put(fs->cache, b);
-		int err = file_read_block(fs, inode, lblk, buf);
-		return err ? err : 1;
+	if (zeros) {
+		memset(buf, 0, (size_t)run * fs->block_size);
+		return (int)run;
 	}
 	int err = blockdev_read(fs->bd, buf, (size_t)run * fs->block_size, phys * fs->block_size);
 	return err ? err : (int)run;

@@ -35,20 +35,6 @@ bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode)
 	return keep;
 }
 
-static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, void *buf,
-				      size_t len, uint64_t off, bool program_read);
-
-ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len, uint64_t off)
-{
-	return read_locked_then_atime(fs, inode, buf, len, off, true);
-}
-
-ssize_t ordfs_read_for_write(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
-			     uint64_t off)
-{
-	return read_locked_then_atime(fs, inode, buf, len, off, false);
-}
-
 /* Copies the bytes under the shared lock; then, for a program's read,
  * moves atime as the mount's policy says. */
 static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, void *buf,
@@ -56,9 +42,7 @@ static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, voi
 {
 	uint32_t bs = fs->block_size;
 	uint8_t *out = buf;
-	uint8_t *tmp = malloc(bs);
-	if (!tmp)
-		return -ENOMEM;
+	uint8_t *tmp = NULL; /* a block buffer, for partial blocks only */
 
 	ordfs_rwlock_rdlock(&inode->lock);
 	ssize_t done = 0;
@@ -86,7 +70,9 @@ static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, voi
 				done += (ssize_t)((size_t)n * bs);
 				continue;
 			} else {
-				int err = file_read_block(fs, inode, lblk, tmp);
+				if (!tmp)
+					tmp = malloc(bs);
+				int err = tmp ? file_read_block(fs, inode, lblk, tmp) : -ENOMEM;
 				if (err) {
 					if (done == 0)
 						done = err;
@@ -106,6 +92,17 @@ static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, voi
 	if (touch)
 		(void)atime_touch(fs, inode); /* a read never fails for its atime */
 	return done;
+}
+
+ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len, uint64_t off)
+{
+	return read_locked_then_atime(fs, inode, buf, len, off, true);
+}
+
+ssize_t ordfs_read_for_write(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
+			     uint64_t off)
+{
+	return read_locked_then_atime(fs, inode, buf, len, off, false);
 }
 
 ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,

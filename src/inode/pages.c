@@ -46,6 +46,11 @@ uint64_t pages_delayed_blocks(const struct inode *inode)
 	return inode->pages ? inode->pages->reserved : 0;
 }
 
+uint64_t pages_st_blocks(const struct inode *inode)
+{
+	return inode->d.blocks + pages_delayed_blocks(inode);
+}
+
 static uint64_t page_buckets(const struct page_cache *pc)
 {
 	return pc ? 1ull << pc->bits : 0;

@@ -37,6 +37,8 @@ bool pages_has_dirty(const struct inode *inode);
 uint64_t pages_count(const struct inode *inode);
 /* Delayed pages (reserved, not yet allocated) of the inode. */
 uint64_t pages_delayed_blocks(const struct inode *inode);
+/* The blocks st_blocks counts: allocated (d.blocks) and delayed. */
+uint64_t pages_st_blocks(const struct inode *inode);
 /* The page of lblk, or NULL. */
 struct page *pages_find(struct inode *inode, uint64_t lblk);
 /* Adds a filled page (no page of its block may exist), counting its

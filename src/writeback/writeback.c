@@ -352,7 +352,7 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited,
 		n = max_pages;
 	/* What st_blocks counts (allocated + delayed): a reservation becoming
 	 * its block leaves it alone, extent-tree blocks do not. */
-	uint64_t st_blocks = inode->d.blocks + pages_delayed_blocks(inode);
+	uint64_t st_blocks = pages_st_blocks(inode);
 
 	struct wb_route_facts facts = {
 		.mode = fs->opts.data_mode,
@@ -392,7 +392,7 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited,
 	if (!err && !pages_has_dirty(inode) &&
 	    (inode->d.size != inode->size || inode->times_dirty || inode->atime_dirty))
 		err = update_disk_size(fs, inode);
-	if (fs->opts.attr_changed && inode->d.blocks + pages_delayed_blocks(inode) != st_blocks)
+	if (fs->opts.attr_changed && pages_st_blocks(inode) != st_blocks)
 		fs->opts.attr_changed(fs->opts.attr_changed_ctx, inode->ino);
 	return err;
 }

@@ -50,47 +50,6 @@
 static const char *prog = "umount.ordfs";
 
 
-/* The source, type and device number ("major:minor") of the mount at
- * `target` (the last such line, the one on top).  0, or -ENOENT when
- * nothing is mounted there. */
-static int find_mount(const char *target, char *source, size_t ssize, char *type, size_t tsize,
-		      char *dev, size_t dsize)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	if (!f)
-		return -errno;
-	char line[3 * PATH_MAX];
-	int err = -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		/* id parent major:minor root mountpoint options... - type source superopts */
-		char *save = NULL, *field[5];
-		int n = 0;
-		char *dash = strstr(line, " - ");
-		if (!dash)
-			continue;
-		*dash = '\0';
-		for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
-			field[n++] = t;
-		if (n < 5)
-			continue;
-		mountinfo_unescape(field[4]);
-		if (strcmp(field[4], target) != 0)
-			continue;
-		char *t_save = NULL;
-		char *fstype = strtok_r(dash + 3, " ", &t_save);
-		char *src = strtok_r(NULL, " ", &t_save);
-		if (!fstype || !src)
-			continue;
-		mountinfo_unescape(src);
-		snprintf(type, tsize, "%s", fstype);
-		snprintf(source, ssize, "%s", src);
-		snprintf(dev, dsize, "%s", field[2]);
-		err = 0;
-	}
-	fclose(f);
-	return err;
-}
-
 /* How many mounts in this namespace have device number `dev` (the field
  * "major:minor" of mountinfo): every mount of one FUSE connection, bind
  * mounts included, has the same one.  -errno if mountinfo cannot be read. */
@@ -230,7 +189,7 @@ int main(int argc, char **argv)
 	if (!realpath(arg, target))
 		snprintf(target, sizeof(target), "%s", arg);
 	char image[PATH_MAX], type[64], dev[64];
-	int err = find_mount(target, image, sizeof(image), type, sizeof(type), dev, sizeof(dev));
+	int err = mountinfo_find(target, image, sizeof(image), type, sizeof(type), dev, sizeof(dev));
 	if (err) {
 		fprintf(stderr, "%s: %s: not mounted\n", prog, target);
 		return EXIT_FAIL;
