@@ -12,9 +12,12 @@ set -euo pipefail
 # man-db and groff-base render and check the manual pages (tests/cli/test_man.sh).
 # dpkg-dev, debhelper and lintian build and check the Debian package
 # (debian/, tests/cli/test_deb.sh).
+# libnbd-dev: images on an NBD server (src/blockdev/nbd.c); nbdkit serves
+# them in the NBD tests (tests/nbd/).
 # python3 and binutils (nm) run the layer check (tests/layers/) and
 # test.sh's skip report; named here, not left to meson's dependencies.
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
+	libnbd-dev nbdkit
 	libsqlite3-dev clang libclang-rt-14-dev acl man-db groff-base
 	dpkg-dev debhelper lintian python3 binutils)
 

@@ -8,7 +8,8 @@
  *             write and flush, and can hold a flush on a latch so a test can
  *             check what proceeds while the disk is "busy";
  *   - overlay: a copy-on-write view that keeps writes in memory and never
- *             touches what it wraps (fsck -n replays into one).
+ *             touches what it wraps (fsck -n replays into one);
+ *   - nbd:    an export of an NBD server, through libnbd (nbd.c).
  *
  * Rules:
  *  - Offsets and lengths are in bytes; callers do whole-block I/O, but the
@@ -37,12 +38,33 @@ struct blockdev_ops {
 	 * them may return zeros from now on (a hole in an image file, a
 	 * BLKDISCARD on a device).  NULL: not supported. */
 	int (*discard)(struct blockdev *bd, uint64_t off, uint64_t len);
+	/* Optional: a write that is durable when it returns (Force Unit
+	 * Access), without making other writes durable.  Only set where the
+	 * device does it natively (struct blockdev.fua). */
+	int (*write_fua)(struct blockdev *bd, const void *buf, size_t len, uint64_t off);
 };
 
 struct blockdev {
 	const struct blockdev_ops *ops;
 	uint64_t size; /* bytes */
+	/* write_fua is native and cheaper than a write and a flush (an NBD
+	 * server that offers FUA); wrappers copy it from what they wrap. */
+	bool fua;
+	/* Set by blockdev_fence: every write, flush and discard fails. */
+	bool fenced;
 };
+
+/* From now on nothing more is written to bd, through any wrapper: writes,
+ * flushes and discards fail with -EROFS (another writer owns the image). */
+static inline void blockdev_fence(struct blockdev *bd)
+{
+	__atomic_store_n(&bd->fenced, true, __ATOMIC_RELEASE);
+}
+
+static inline bool blockdev_fenced(struct blockdev *bd)
+{
+	return __atomic_load_n(&bd->fenced, __ATOMIC_ACQUIRE);
+}
 
 static inline int blockdev_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 {
@@ -52,18 +74,33 @@ static inline int blockdev_read(struct blockdev *bd, void *buf, size_t len, uint
 static inline int blockdev_write(struct blockdev *bd, const void *buf, size_t len,
 				 uint64_t off)
 {
-	return bd->ops->write(bd, buf, len, off);
+	return blockdev_fenced(bd) ? -EROFS : bd->ops->write(bd, buf, len, off);
 }
 
 static inline int blockdev_flush(struct blockdev *bd)
 {
-	return bd->ops->flush(bd);
+	return blockdev_fenced(bd) ? -EROFS : bd->ops->flush(bd);
 }
 
 /* -EOPNOTSUPP where the backend cannot discard. */
 static inline int blockdev_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 {
+	if (blockdev_fenced(bd))
+		return -EROFS;
 	return bd->ops->discard ? bd->ops->discard(bd, off, len) : -EOPNOTSUPP;
+}
+
+/* Writes and makes that write durable: FUA where the device has it, else
+ * a write and a flush. */
+static inline int blockdev_write_fua(struct blockdev *bd, const void *buf, size_t len,
+				     uint64_t off)
+{
+	if (blockdev_fenced(bd))
+		return -EROFS;
+	if (bd->fua && bd->ops->write_fua)
+		return bd->ops->write_fua(bd, buf, len, off);
+	int err = blockdev_write(bd, buf, len, off);
+	return err ? err : blockdev_flush(bd);
 }
 
 /* Closes the backend (a record wrapper does not close what it wraps). */
@@ -92,11 +129,42 @@ static inline void blockdev_destroy(struct blockdev *bd)
 #define BLOCKDEV_DIRECT_BULK 0x4u
 #define BLOCKDEV_DIRECT_MIN (64u << 10)
 #define BLOCKDEV_DIRECT_ALIGN 4096u
+/* A device that cannot flush is accepted (nobarrier): flush is a no-op.
+ * Without it, opening such a device fails with -EOPNOTSUPP (NBD). */
+#define BLOCKDEV_NO_FLUSH_OK 0x8u
 
 /* Opens an image file or block device.  Returns 0 or a negative errno. */
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out);
 /* The file descriptor, for the image lock and fallocate. */
 int blockdev_file_fd(struct blockdev *bd);
+
+/* ---- NBD backend (nbd.c) ---------------------------------------------- */
+
+#define BLOCKDEV_NBD_DEFAULT_TIMEOUT_MS 30000u
+
+/* Is name an NBD URI (nbd://, nbds://, nbd+unix://, nbd+vsock:// ...)? */
+bool blockdev_is_nbd_uri(const char *name);
+/* Connects to the export named by uri (libnbd's URI syntax).  flags:
+ * BLOCKDEV_READONLY, BLOCKDEV_NO_FLUSH_OK.  A request the server does not
+ * answer within timeout_ms (0: the default), or that finds no connection
+ * for that long, fails with -EIO.  On failure *why holds one line. */
+int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
+		      struct blockdev **out, char *why, size_t why_len);
+bool blockdev_is_nbd(const struct blockdev *bd);
+struct blockdev_nbd_info {
+	bool can_flush, can_fua, can_trim;
+	bool connected;
+	uint64_t reconnects;
+};
+void blockdev_nbd_info(struct blockdev *bd, struct blockdev_nbd_info *out);
+
+/* ---- any image by name (open.c) --------------------------------------- */
+
+/* Opens an image: an NBD URI, else a file or block device path.  flags as
+ * for the backends (the file-only ones are ignored for NBD).  On failure
+ * *why holds one line (the errno's text for files). */
+int blockdev_open_image(const char *name, unsigned flags, unsigned nbd_timeout_ms,
+			struct blockdev **out, char *why, size_t why_len);
 
 /* ---- memory backend --------------------------------------------------- */
 

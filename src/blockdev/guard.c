@@ -284,7 +284,15 @@ static int retain_write(struct guard *g, const void *buf, size_t len, uint64_t o
 	return err;
 }
 
-static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
+/* The inner write: with FUA only where asked (the device has it). */
+static int inner_write(struct guard *g, const void *buf, size_t len, uint64_t off, bool fua)
+{
+	return fua ? blockdev_write_fua(g->inner, buf, len, off)
+		   : blockdev_write(g->inner, buf, len, off);
+}
+
+static int guard_write_as(struct blockdev *bd, const void *buf, size_t len, uint64_t off,
+			  bool fua)
 {
 	struct guard *g = to_guard(bd);
 	uint32_t bs = g->cfg.block_size;
@@ -293,7 +301,7 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 	if (!g->cfg.retain) {
 		/* Counted once complete, so a flush that began before it
 		 * completed never lets the next flush be skipped. */
-		int err = blockdev_write(g->inner, buf, len, off);
+		int err = inner_write(g, buf, len, off, fua);
 		ordfs_mutex_lock(&g->lock);
 		g->write_seq++;
 		ordfs_mutex_unlock(&g->lock);
@@ -333,7 +341,7 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 	if (err)
 		return err;
 
-	err = blockdev_write(g->inner, buf, len, off);
+	err = inner_write(g, buf, len, off, fua);
 
 	ordfs_mutex_lock(&g->lock);
 	inflight_remove(g, seq);
@@ -348,6 +356,19 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
 	if (err)
 		notify_error(g, err);
 	return err;
+}
+
+static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
+{
+	return guard_write_as(bd, buf, len, off, false);
+}
+
+/* A FUA write is handled as any write (its copy is kept until a flush: a
+ * later failed flush says nothing about it, but keeping it is harmless);
+ * only the device's durability of this one write differs. */
+static int guard_write_fua(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
+{
+	return guard_write_as(bd, buf, len, off, true);
 }
 
 /* Writes every stale copy again.  flush_lock held, g->lock not.
@@ -492,6 +513,7 @@ static const struct blockdev_ops guard_ops = {
 	.flush = guard_flush,
 	.destroy = guard_destroy,
 	.discard = guard_discard,
+	.write_fua = guard_write_fua,
 };
 
 int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *cfg,
@@ -503,6 +525,7 @@ int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *
 	if (!g)
 		return -ENOMEM;
 	g->bd.ops = &guard_ops;
+	g->bd.fua = inner->fua && inner->ops->write_fua;
 	g->bd.size = inner->size;
 	g->inner = inner;
 	g->cfg = *cfg;

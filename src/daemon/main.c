@@ -44,6 +44,7 @@
 #include "../fs.h"
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
+#include "../super/owner.h"
 #include "../lock/lock.h"
 
 #ifndef ORDFS_PACKAGE_VERSION
@@ -192,15 +193,26 @@ static int lock_image(const struct daemon_options *o, int fd)
 	}
 }
 
+static unsigned image_flags(const struct daemon_options *o)
+{
+	unsigned flags = o->fs.readonly ? BLOCKDEV_READONLY
+					: BLOCKDEV_WRITE_BEHIND | BLOCKDEV_DIRECT_BULK;
+	if (!o->fs.barrier)
+		flags |= BLOCKDEV_NO_FLUSH_OK;
+	return flags;
+}
+
 static int open_image(const struct daemon_options *o, struct blockdev **out)
 {
-	int err = blockdev_file_open(o->image,
-				     o->fs.readonly ? BLOCKDEV_READONLY
-						     : BLOCKDEV_WRITE_BEHIND | BLOCKDEV_DIRECT_BULK, out);
+	char why[300];
+	int err = blockdev_open_image(o->image, image_flags(o), o->nbd_timeout_ms, out, why,
+				      sizeof(why));
 	if (err) {
-		logmsg(LOG_ERR, "cannot open: %s", strerror(-err));
+		logmsg(LOG_ERR, "cannot open: %s", why);
 		return err;
 	}
+	if (blockdev_is_nbd(*out))
+		return 0; /* no flock: the owner record (after the superblock) */
 	err = lock_image(o, blockdev_file_fd(*out));
 	if (err) {
 		logmsg(LOG_ERR, "%s", err == -EBUSY
@@ -210,6 +222,58 @@ static int open_image(const struct daemon_options *o, struct blockdev **out)
 		return err;
 	}
 	return 0;
+}
+
+/* Opens the NBD export again after the fork and checks it is the image
+ * that was validated (same size, same superblock). */
+static int reopen_image(const struct daemon_options *o, const struct ordfs_super *sb,
+			struct blockdev **out)
+{
+	if (open_image(o, out) != 0)
+		return -EIO;
+	struct ordfs_super again;
+	const char *why = NULL;
+	int err = ordfs_read_super(*out, false, &again, &why);
+	if (!err && memcmp(again.uuid, sb->uuid, sizeof(sb->uuid)) != 0) {
+		why = "the export holds another filesystem than a moment ago";
+		err = -EIO;
+	}
+	if (err) {
+		logmsg(LOG_ERR, "%s", why);
+		blockdev_destroy(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
+/* Another claimer took the image while we held it (owner.h): nothing more
+ * may reach it.  Fence the device, then stop as a fatal error does. */
+static struct blockdev *owned_image;
+
+static void on_owner_lost(void *ctx)
+{
+	(void)ctx;
+	blockdev_fence(owned_image);
+	logmsg(LOG_CRIT, "another program claimed the image while this daemon held it: "
+	       "nothing more is written to it");
+	on_fatal(NULL, -EBUSY);
+}
+
+/* Claims the owner record of a read-write image (the heartbeat starts
+ * after the fork, in the process that keeps the image). */
+static int claim_image(const struct daemon_options *o, struct blockdev *bd,
+		       const struct ordfs_super *sb, struct owner_claim **claim)
+{
+	*claim = NULL;
+	if (o->fs.readonly)
+		return 0;
+	struct owner_opts oo = { .program = "ordfs", .lost = on_owner_lost };
+	char why[300];
+	int err = owner_take(bd, sb->block_count, ordfs_block_size(sb), &oo, false, claim, why,
+			     sizeof(why));
+	if (err)
+		logmsg(LOG_ERR, "%s", why);
+	return err;
 }
 
 /* Reads the superblock: nothing is written.  On success *sb holds it. */
@@ -403,6 +467,19 @@ int main(int argc, char **argv)
 		blockdev_destroy(bd);
 		return 1;
 	}
+	struct owner_claim *claim = NULL;
+	if (claim_image(&o, bd, &sb, &claim) != 0) {
+		blockdev_destroy(bd);
+		return 1;
+	}
+	/* An NBD connection is a thread and a socket: it does not survive the
+	 * fork.  It is opened again in the process that serves. */
+	bool reopen = blockdev_is_nbd(bd);
+	if (reopen) {
+		owner_set_device(claim, NULL);
+		blockdev_destroy(bd);
+		bd = NULL;
+	}
 
 	/* Test hooks (a -Dtest_hooks=true build only, test_hooks.c): with an
 	 * ORDFS_TEST_* variable set, a recording device goes under the
@@ -414,8 +491,9 @@ int main(int argc, char **argv)
 				   .writeback_cache = o.writeback_cache,
 				   .read_ahead_kb = o.read_ahead_kb };
 	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
-	if (test_hooks_setup(&dctx, image_bd, &bd) != 0) {
+	if (!reopen && test_hooks_setup(&dctx, image_bd, &bd) != 0) {
 		logmsg(LOG_ERR, "cannot set up the test device");
+		owner_release(claim);
 		blockdev_destroy(image_bd);
 		return 1;
 	}
@@ -450,6 +528,19 @@ int main(int argc, char **argv)
 			logmsg(LOG_ERR, "cannot fork: %s", strerror(-verdict_fd));
 			goto out_unmount;
 		}
+	}
+
+	if (reopen && reopen_image(&o, &sb, &bd) != 0) {
+		finish_detach(verdict_fd, false);
+		goto out_unmount;
+	}
+	image_bd = bd;
+	owned_image = image_bd;
+	owner_set_device(claim, image_bd);
+	if (claim && owner_start(claim) != 0) {
+		logmsg(LOG_ERR, "cannot start the owner record's heartbeat");
+		finish_detach(verdict_fd, false);
+		goto out_unmount;
 	}
 
 	const char *why = NULL;
@@ -491,6 +582,7 @@ out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
+	owner_release(claim); /* not if it was lost: then it is another's */
 	if (bd != image_bd)
 		blockdev_destroy(bd);
 	blockdev_destroy(image_bd); /* releases the lock */

@@ -103,6 +103,18 @@ static int parse_dirty_limit(const char *val, struct daemon_options *o, char *er
 	return 0;
 }
 
+/* nbd_timeout=SECONDS: 1..3600. */
+static int parse_nbd_timeout(const char *val, struct daemon_options *o, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	unsigned long s = strtoul(val, &end, 10);
+	if (!*val || val[0] == '-' || *end || errno || s < 1 || s > 3600)
+		return fail(err, errlen, "bad nbd_timeout '%s' (1..3600 seconds)", val);
+	o->nbd_timeout_ms = (unsigned)s * 1000u;
+	return 0;
+}
+
 /* read_ahead_kb=N: KiB, 0 for the kernel's default, up to 64 MiB. */
 static int parse_read_ahead(const char *val, struct daemon_options *o, char *err, size_t errlen)
 {
@@ -143,6 +155,8 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 	}
 	if (strncmp(opt, "read_ahead_kb=", 14) == 0)
 		return parse_read_ahead(opt + 14, o, err, errlen);
+	if (strncmp(opt, "nbd_timeout=", 12) == 0)
+		return parse_nbd_timeout(opt + 12, o, err, errlen);
 	if (strcmp(opt, "writeback_cache") == 0 || strcmp(opt, "nowriteback_cache") == 0) {
 		o->writeback_cache = opt[0] == 'w';
 		return 0;

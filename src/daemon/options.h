@@ -33,6 +33,7 @@ struct daemon_options {
 	/* The kernel's readahead window for the mount in KiB (0: the kernel's
 	 * default; readahead.c). */
 	unsigned read_ahead_kb;
+	unsigned nbd_timeout_ms;  /* an NBD request's limit; 0: the backend's default */
 	bool read_ahead_given; /* on the command line or in the image */
 	/* The kernel holds written data and sends it later (FUSE's writeback
 	 * cache; off by default: DESIGN.md, "Writes through the kernel"). */

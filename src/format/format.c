@@ -193,6 +193,41 @@ int ordfs_super_decode(const uint8_t in[ORDFS_SB_SIZE], struct ordfs_super *sb,
 	return err;
 }
 
+/* ---- owner record ------------------------------------------------------- */
+
+void ordfs_owner_encode(const struct ordfs_owner *o, uint8_t out[ORDFS_OWNER_SIZE])
+{
+	memset(out, 0, ORDFS_OWNER_SIZE);
+	le_put32(out + 0, ORDFS_OWNER_MAGIC);
+	le_put32(out + 4, o->state);
+	le_put64(out + 8, o->seq);
+	le_put64(out + 16, o->nonce);
+	le_put32(out + 24, o->pid);
+	le_put32(out + 28, o->interval_ms);
+	le_put64(out + 32, o->time);
+	memcpy(out + 40, o->program, strnlen(o->program, ORDFS_OWNER_PROGRAM_LEN));
+	memcpy(out + 56, o->host, strnlen(o->host, ORDFS_OWNER_HOST_LEN));
+	le_put32(out + 508, ordfs_crc32c(~0u, out, 508));
+}
+
+int ordfs_owner_decode(const uint8_t in[ORDFS_OWNER_SIZE], struct ordfs_owner *o)
+{
+	if (le_get32(in) != ORDFS_OWNER_MAGIC || le_get32(in + 508) != ordfs_crc32c(~0u, in, 508))
+		return -EUCLEAN;
+	memset(o, 0, sizeof(*o));
+	o->state = le_get32(in + 4);
+	if (o->state != ORDFS_OWNER_FREE && o->state != ORDFS_OWNER_HELD)
+		return -EUCLEAN;
+	o->seq = le_get64(in + 8);
+	o->nonce = le_get64(in + 16);
+	o->pid = le_get32(in + 24);
+	o->interval_ms = le_get32(in + 28);
+	o->time = le_get64(in + 32);
+	memcpy(o->program, in + 40, ORDFS_OWNER_PROGRAM_LEN);
+	memcpy(o->host, in + 56, ORDFS_OWNER_HOST_LEN);
+	return 0;
+}
+
 /* ---- common metadata block header ------------------------------------- */
 
 void ordfs_block_hdr_init(uint8_t *blk, enum ordfs_block_type type, uint32_t owner,

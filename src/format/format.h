@@ -175,6 +175,49 @@ int ordfs_super_decode(const uint8_t in[ORDFS_SB_SIZE], struct ordfs_super *sb,
 /* True when the two copies are byte for byte the same (after a torn write
  * they may not be; the next superblock write makes them so again). */
 bool ordfs_super_copies_agree(const uint8_t in[ORDFS_SB_SIZE]);
+
+/* ---- owner record (the exclusive-use lock of shared storage) ----------
+ *
+ * The last 512 bytes of the device (not of the filesystem), where they lie
+ * past the backup superblock's 1024 bytes (always with blocks of 2 KiB and
+ * more).  Written directly, never through the journal, by whoever holds
+ * the image read-write (super/owner.c).  A sector without the magic and a
+ * valid checksum means "nobody holds it".
+ *
+ *   off size field
+ *     0  4  magic            ORDFS_OWNER_MAGIC
+ *     4  4  state            0 free, 1 held
+ *     8  8  seq              changes at every heartbeat while held
+ *    16  8  nonce            random, per claim
+ *    24  4  pid              the holder's process id
+ *    28  4  interval_ms      its heartbeat interval
+ *    32  8  time             seconds since the epoch, last heartbeat
+ *    40 16  program          NUL-padded ("ordfs", "fsck.ordfs", ...)
+ *    56 64  host             NUL-padded host name
+ *   120 388 reserved, zero
+ *   508  4  checksum         crc32c(~0, bytes 0..507)
+ */
+#define ORDFS_OWNER_SIZE 512u
+#define ORDFS_OWNER_MAGIC 0x524e574fu /* "OWNR" */
+#define ORDFS_OWNER_PROGRAM_LEN 16u
+#define ORDFS_OWNER_HOST_LEN 64u
+enum ordfs_owner_state { ORDFS_OWNER_FREE = 0, ORDFS_OWNER_HELD = 1 };
+
+struct ordfs_owner {
+	uint32_t state;
+	uint64_t seq;
+	uint64_t nonce;
+	uint32_t pid;
+	uint32_t interval_ms;
+	uint64_t time;
+	char program[ORDFS_OWNER_PROGRAM_LEN + 1]; /* NUL-terminated */
+	char host[ORDFS_OWNER_HOST_LEN + 1];
+};
+
+void ordfs_owner_encode(const struct ordfs_owner *o, uint8_t out[ORDFS_OWNER_SIZE]);
+/* 0, or -EUCLEAN for a sector that is not a valid record (never written,
+ * torn, or anything else: the caller decides what that means). */
+int ordfs_owner_decode(const uint8_t in[ORDFS_OWNER_SIZE], struct ordfs_owner *o);
 /* Geometry checks only (used by decode and by mkfs before writing). */
 int ordfs_super_check_geometry(const struct ordfs_super *sb, const char **why);
 

@@ -98,10 +98,12 @@ int ordfs_write_super(struct blockdev *bd, const struct ordfs_super *sb, bool ba
 	if (!blk)
 		return -ENOMEM;
 	ordfs_super_encode(sb, blk);
-	/* Block 0 holds only the superblock; the rest of it stays zero. */
+	/* Block 0 holds only the superblock; the rest of it stays zero.  The
+	 * backup is its 1024 bytes only: the end of the last block may hold
+	 * the owner record (owner.h). */
 	int err = blockdev_write(bd, blk, bs, 0);
 	if (!err && backup)
-		err = blockdev_write(bd, blk, bs, (sb->block_count - 1) * bs);
+		err = blockdev_write(bd, blk, ORDFS_SB_SIZE, (sb->block_count - 1) * bs);
 	free(blk);
 	return err;
 }

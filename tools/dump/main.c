@@ -38,6 +38,7 @@
 #include "blockdev/blockdev.h"
 #include "cli.h"
 #include "journal/journal.h"
+#include "super/owner.h"
 #include "bitmap_count.h"
 #include "show_super.h"
 
@@ -112,6 +113,11 @@ static int parse_args(int argc, char **argv, struct dump_options *o)
 /* True if someone holds the image's exclusive lock (a daemon, fsck). */
 static bool probe_in_use(struct blockdev *bd)
 {
+	if (blockdev_is_nbd(bd)) {
+		bool held = false;
+		char who[200];
+		return owner_describe(bd, &held, who, sizeof(who)) == 0 && held;
+	}
 	int fd = blockdev_file_fd(bd);
 	if (flock(fd, LOCK_SH | LOCK_NB) != 0)
 		return errno == EWOULDBLOCK;
@@ -121,10 +127,12 @@ static bool probe_in_use(struct blockdev *bd)
 
 static int open_image(struct dump *d)
 {
-	int err = blockdev_file_open(d->o->image, BLOCKDEV_READONLY, &d->bd);
+	char why_open[300];
+	int err = blockdev_open_image(d->o->image, BLOCKDEV_READONLY, 0, &d->bd, why_open,
+				      sizeof(why_open));
 	if (err) {
 		fprintf(stderr, PROG ": %s: %s\n", d->o->image,
-			err == -EINVAL ? "not a regular file or block device" : strerror(-err));
+			err == -EINVAL ? "not a regular file or block device" : why_open);
 		return err;
 	}
 	d->in_use = probe_in_use(d->bd);

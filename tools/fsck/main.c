@@ -31,6 +31,7 @@
 #include "blockdev/blockdev.h"
 #include "check/check.h"
 #include "journal/journal.h"
+#include "super/owner.h"
 
 #define FSCK_OK 0
 #define FSCK_CORRECTED 1
@@ -279,19 +280,31 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_cancel);
 
 	struct blockdev *bd, *overlay = NULL;
-	int err = blockdev_file_open(o.image, o.readonly ? BLOCKDEV_READONLY : 0, &bd);
+	struct owner_claim *claim = NULL;
+	char why[300]; /* open and claim errors */
+	int err = blockdev_open_image(o.image, o.readonly ? BLOCKDEV_READONLY : 0, 0, &bd, why,
+				      sizeof(why));
 	if (err) {
-		fprintf(stderr, "fsck.ordfs: %s: %s\n", o.image, strerror(-err));
+		fprintf(stderr, "fsck.ordfs: %s: %s\n", o.image, why);
 		return FSCK_ERROR;
 	}
 	int status = FSCK_ERROR;
-	if (!o.readonly && flock(blockdev_file_fd(bd), LOCK_EX | LOCK_NB) != 0) {
+	if (!o.readonly && !blockdev_is_nbd(bd) &&
+	    flock(blockdev_file_fd(bd), LOCK_EX | LOCK_NB) != 0) {
 		fprintf(stderr, "fsck.ordfs: %s: image is in use (mounted by ordfs?)\n", o.image);
 		goto out;
 	}
 	struct ordfs_super sb;
 	if (read_super(bd, &o, &sb) != 0)
 		goto out;
+	if (!o.readonly) {
+		struct owner_opts oo = { .program = "fsck.ordfs" };
+		if (owner_take(bd, sb.block_count, ordfs_block_size(&sb), &oo, true, &claim, why,
+			       sizeof(why)) != 0) {
+			fprintf(stderr, "fsck.ordfs: %s: %s\n", o.image, why);
+			goto out;
+		}
+	}
 	if (clean_enough(bd, &sb, &o)) {
 		printf("%s: clean, %" PRIu32 "/%" PRIu32 " inodes, %" PRIu64 "/%" PRIu64
 		       " blocks free\n", o.image, sb.free_inodes, sb.inode_count, sb.free_blocks,
@@ -366,8 +379,8 @@ int main(int argc, char **argv)
 	bool error_left = false;
 	if (!err && o.readonly) {
 		struct ordfs_super now;
-		const char *why;
-		error_left = ordfs_read_super(view, false, &now, &why) == 0 &&
+		const char *ignored;
+		error_left = ordfs_read_super(view, false, &now, &ignored) == 0 &&
 			     (now.state & ORDFS_STATE_ERROR);
 		if (error_left)
 			printf("%s: the filesystem recorded an error (errno %u); "
@@ -386,6 +399,7 @@ int main(int argc, char **argv)
 	else
 		status = corrected || cleared ? FSCK_CORRECTED : FSCK_OK;
 out:
+	owner_release(claim);
 	blockdev_destroy(overlay);
 	blockdev_destroy(bd); /* releases the lock */
 	return status;

@@ -44,6 +44,7 @@
 #include "format/format.h"
 #include "mkfs/mkfs.h"
 #include "mount_opts.h"
+#include "super/owner.h"
 
 #define PROG "mkfs.ordfs"
 #define EXIT_FAILED 1
@@ -63,6 +64,7 @@ struct target {
 	bool exists;
 	bool is_blockdev;
 	uint64_t bytes;          /* current size of the file or device */
+	struct blockdev *nbd;    /* an NBD export, connected from the probe on */
 };
 
 /* ---- messages --------------------------------------------------------- */
@@ -351,6 +353,20 @@ static int probe_target(const struct mkfs_options *o, struct target *t)
 {
 	struct stat st;
 	memset(t, 0, sizeof(*t));
+	if (blockdev_is_nbd_uri(o->image)) {
+		char why[300];
+		int err = blockdev_open_image(o->image, 0, 0, &t->nbd, why, sizeof(why));
+		if (err) {
+			fprintf(stderr, "mkfs.ordfs: %s: %s\n", o->image, why);
+			return -1;
+		}
+		t->exists = true;
+		t->is_blockdev = true; /* its size is the server's */
+		/* The owner record needs the export's last 512 bytes outside
+		 * the filesystem (with 1 KiB blocks it costs one block). */
+		t->bytes = t->nbd->size - ORDFS_OWNER_SIZE;
+		return 0;
+	}
 	if (stat(o->image, &st) < 0) {
 		if (errno == ENOENT && o->size) {
 			t->bytes = 0;
@@ -424,8 +440,14 @@ static const char *find_signature(const uint8_t *probe, size_t len)
 	return NULL;
 }
 
-static ssize_t read_probe(const char *path, uint8_t *buf, size_t len)
+static ssize_t read_probe(const struct target *t, const char *path, uint8_t *buf, size_t len)
 {
+	if (t->nbd) {
+		if (len > t->nbd->size)
+			len = (size_t)t->nbd->size;
+		int err = blockdev_read(t->nbd, buf, len, 0);
+		return err ? err : (ssize_t)len;
+	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -458,7 +480,7 @@ static int check_existing(const struct mkfs_options *o, const struct target *t)
 		image_error(o->image, "out of memory", 0);
 		return -1;
 	}
-	ssize_t n = read_probe(o->image, probe, SIGNATURE_PROBE_BYTES);
+	ssize_t n = read_probe(t, o->image, probe, SIGNATURE_PROBE_BYTES);
 	if (n < 0) {
 		image_error(o->image, "cannot read", (int)n);
 		free(probe);
@@ -564,23 +586,34 @@ static int preallocate_metadata(struct blockdev *bd, const struct ordfs_super *s
 static int write_filesystem(const struct mkfs_options *o, const struct target *t,
 			    const struct ordfs_super *sb)
 {
-	struct blockdev *bd;
+	struct blockdev *bd = t->nbd;
 	const char *why = "";
-	int err = blockdev_file_open(o->image, 0, &bd);
-	if (err) {
+	int err = 0;
+	if (!bd && (err = blockdev_file_open(o->image, 0, &bd)) != 0) {
 		image_error(o->image, "cannot open for writing", err);
 		return -1;
 	}
-	if (!t->is_blockdev) {
+	/* Held while the filesystem is written: a daemon or fsck that opens
+	 * the image meanwhile (over NBD, where no flock reaches) is refused. */
+	struct owner_claim *claim = NULL;
+	char claim_why[300];
+	struct owner_opts oo = { .program = "mkfs.ordfs" };
+	err = owner_take(bd, sb->block_count, ordfs_block_size(sb), &oo, true, &claim,
+			 claim_why, sizeof(claim_why));
+	if (err)
+		why = claim_why;
+	if (!err && !t->is_blockdev) {
 		err = preallocate_metadata(bd, sb);
 		if (err)
 			why = "cannot allocate space for the metadata areas";
 	}
 	if (!err)
 		err = ordfs_mkfs_write(bd, sb, &why);
-	blockdev_destroy(bd);
+	owner_release(claim);
+	if (bd != t->nbd)
+		blockdev_destroy(bd);
 	if (err) {
-		image_error(o->image, why, err);
+		image_error(o->image, why, err == -EBUSY ? 0 : err);
 		return -1;
 	}
 	return 0;
@@ -602,7 +635,7 @@ static int make_filesystem(const struct mkfs_options *o, const struct target *t,
 			   const struct ordfs_super *sb)
 {
 	bool created;
-	if (image_in_use(o->image)) {
+	if (!t->nbd && image_in_use(o->image)) {
 		fprintf(stderr, "mkfs.ordfs: %s: image is in use (mounted by ordfs?)\n", o->image);
 		return -1;
 	}
@@ -637,16 +670,15 @@ int main(int argc, char **argv)
 	if (!t.is_blockdev && o.size > device_bytes)
 		device_bytes = o.size; /* the file will be extended to SIZE */
 	o.params.size_bytes = o.size;
+	int status = EXIT_FAILED;
 	int err = ordfs_mkfs_plan(&o.params, device_bytes, &sb, &why);
-	if (err) {
+	if (err)
 		image_error(o.image, why, 0);
-		return EXIT_FAILED;
+	else if (!check_existing(&o, &t)) {
+		if (!o.quiet)
+			print_plan(&o, &sb);
+		status = o.dry_run ? 0 : make_filesystem(&o, &t, &sb) ? EXIT_FAILED : 0;
 	}
-	if (check_existing(&o, &t))
-		return EXIT_FAILED;
-	if (!o.quiet)
-		print_plan(&o, &sb);
-	if (o.dry_run)
-		return 0;
-	return make_filesystem(&o, &t, &sb) ? EXIT_FAILED : 0;
+	blockdev_destroy(t.nbd);
+	return status;
 }

@@ -46,6 +46,7 @@
 #include "cli.h"
 #include "journal/journal.h"
 #include "mount_opts.h"
+#include "super/owner.h"
 #include "show_super.h"
 
 #define PROG "tune.ordfs"
@@ -192,13 +193,15 @@ static int check_arguments(const struct tune_options *o)
 
 static int open_image(const struct tune_options *o, bool writable, struct blockdev **bd)
 {
-	int err = blockdev_file_open(o->image, writable ? 0 : BLOCKDEV_READONLY, bd);
+	char why[300];
+	int err = blockdev_open_image(o->image, writable ? 0 : BLOCKDEV_READONLY, 0, bd, why,
+				      sizeof(why));
 	if (err) {
 		image_error(o->image, "cannot open%s: %s", writable ? " for writing" : "",
-			    err == -EINVAL ? "not a regular file or block device" : strerror(-err));
+			    err == -EINVAL ? "not a regular file or block device" : why);
 		return err;
 	}
-	if (writable && flock(blockdev_file_fd(*bd), LOCK_EX | LOCK_NB) != 0) {
+	if (writable && !blockdev_is_nbd(*bd) && flock(blockdev_file_fd(*bd), LOCK_EX | LOCK_NB) != 0) {
 		err = -errno;
 		if (err == -EWOULDBLOCK)
 			image_error(o->image, "image is in use (mounted by ordfs, or being "
@@ -366,13 +369,23 @@ static int tune(const struct tune_options *o)
 	struct ordfs_super old, sb;
 	if (open_image(o, true, &bd))
 		return -1;
+	struct owner_claim *claim = NULL;
 	int err = read_super(o, bd, &old);
+	if (!err) {
+		char why[300];
+		struct owner_opts oo = { .program = "tune.ordfs" };
+		err = owner_take(bd, old.block_count, ordfs_block_size(&old), &oo, true, &claim,
+				 why, sizeof(why));
+		if (err)
+			image_error(o->image, "%s", why);
+	}
 	if (!err)
 		err = check_image_state(o, bd, &old);
 	if (!err)
 		err = apply_changes(o, &old, &sb);
 	if (!err)
 		err = write_super(o, bd, &sb);
+	owner_release(claim);
 	blockdev_destroy(bd); /* releases the lock */
 	if (err)
 		return -1;
