@@ -468,18 +468,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct owner_claim *claim = NULL;
-	if (claim_image(&o, bd, &sb, &claim) != 0) {
-		blockdev_destroy(bd);
-		return 1;
-	}
+	bool mounted = false; /* ordfs_mount succeeded */
 	/* An NBD connection is a thread and a socket: it does not survive the
 	 * fork.  It is opened again in the process that serves. */
 	bool reopen = blockdev_is_nbd(bd);
-	if (reopen) {
-		owner_set_device(claim, NULL);
-		blockdev_destroy(bd);
-		bd = NULL;
-	}
 
 	/* Test hooks (a -Dtest_hooks=true build only, test_hooks.c): with an
 	 * ORDFS_TEST_* variable set, a recording device goes under the
@@ -493,7 +485,6 @@ int main(int argc, char **argv)
 	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
 	if (!reopen && test_hooks_setup(&dctx, image_bd, &bd) != 0) {
 		logmsg(LOG_ERR, "cannot set up the test device");
-		owner_release(claim);
 		blockdev_destroy(image_bd);
 		return 1;
 	}
@@ -520,6 +511,15 @@ int main(int argc, char **argv)
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
 	set_read_ahead(&o, mountpoint_abs);
+	/* Claimed once nothing else can refuse the start (a refused run
+	 * leaves the image as it was). */
+	if (claim_image(&o, image_bd, &sb, &claim) != 0)
+		goto out_unmount;
+	if (reopen) {
+		owner_set_device(claim, NULL);
+		blockdev_destroy(image_bd);
+		bd = image_bd = NULL;
+	}
 
 	int verdict_fd = -1;
 	if (!o.foreground) {
@@ -550,6 +550,7 @@ int main(int argc, char **argv)
 		finish_detach(verdict_fd, false);
 		goto out_unmount;
 	}
+	mounted = true;
 	if (dctx.fs->recovery.needed)
 		logmsg(LOG_NOTICE, "recovered the journal: %u transactions replayed",
 		       dctx.fs->recovery.transactions);
@@ -582,7 +583,12 @@ out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
-	owner_release(claim); /* not if it was lost: then it is another's */
+	/* Freed (unless lost: then it is another's); a start that failed
+	 * puts back what the record's sector held before. */
+	if (mounted)
+		owner_release(claim);
+	else
+		owner_undo(claim);
 	if (bd != image_bd)
 		blockdev_destroy(bd);
 	blockdev_destroy(image_bd); /* releases the lock */

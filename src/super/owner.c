@@ -20,6 +20,7 @@
 struct owner_claim {
 	struct blockdev *bd;      /* where the heartbeat writes */
 	struct ordfs_owner rec;   /* what we wrote last */
+	uint8_t before[ORDFS_OWNER_SIZE]; /* the sector before the claim */
 	struct owner_opts opts;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -133,7 +134,10 @@ int owner_claim(struct blockdev *bd, const struct owner_opts *opts, struct owner
 {
 	struct ordfs_owner rec;
 	bool valid;
-	int err = read_record(bd, &rec, &valid);
+	uint8_t before[ORDFS_OWNER_SIZE];
+	int err = blockdev_read(bd, before, sizeof(before), record_off(bd));
+	if (!err)
+		err = read_record(bd, &rec, &valid);
 	if (err) {
 		snprintf(why, why_len, "cannot read the owner record: %s", strerror(-err));
 		return err;
@@ -159,6 +163,7 @@ int owner_claim(struct blockdev *bd, const struct owner_opts *opts, struct owner
 		return -ENOMEM;
 	}
 	c->opts = *opts;
+	memcpy(c->before, before, sizeof(before));
 	if (!c->opts.interval_ms)
 		c->opts.interval_ms = OWNER_DEFAULT_INTERVAL_MS;
 	c->bd = bd;
@@ -312,6 +317,20 @@ void owner_release(struct owner_claim *c)
 		if (write_record(c->bd, &c->rec) == 0)
 			(void)blockdev_flush(c->bd);
 	}
+	owner_abandon(c);
+}
+
+void owner_undo(struct owner_claim *c)
+{
+	if (!c)
+		return;
+	stop(c);
+	struct ordfs_owner rec;
+	bool valid;
+	if (!c->lost && c->bd && read_record(c->bd, &rec, &valid) == 0 && valid &&
+	    rec.nonce == c->rec.nonce &&
+	    blockdev_write(c->bd, c->before, sizeof(c->before), record_off(c->bd)) == 0)
+		(void)blockdev_flush(c->bd);
 	owner_abandon(c);
 }
 

@@ -60,6 +60,9 @@ int owner_start(struct owner_claim *c);
 /* Stops the heartbeat, marks the record free (unless it was lost) on the
  * claim's device, flushes, frees c.  c may be NULL. */
 void owner_release(struct owner_claim *c);
+/* Stops the heartbeat, writes back what the record's sector held before
+ * the claim (a start that was refused leaves no trace), frees c. */
+void owner_undo(struct owner_claim *c);
 /* Frees c without writing (the device is gone, or the process exits
  * without a clean release: the next claimer finds a stale record). */
 void owner_abandon(struct owner_claim *c);

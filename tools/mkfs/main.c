@@ -607,9 +607,15 @@ static int write_filesystem(const struct mkfs_options *o, const struct target *t
 		if (err)
 			why = "cannot allocate space for the metadata areas";
 	}
-	if (!err)
+	bool written = false;
+	if (!err) {
 		err = ordfs_mkfs_write(bd, sb, &why);
-	owner_release(claim);
+		written = true;
+	}
+	if (written)
+		owner_release(claim);
+	else
+		owner_undo(claim);
 	if (bd != t->nbd)
 		blockdev_destroy(bd);
 	if (err) {

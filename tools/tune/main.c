@@ -385,7 +385,10 @@ static int tune(const struct tune_options *o)
 		err = apply_changes(o, &old, &sb);
 	if (!err)
 		err = write_super(o, bd, &sb);
-	owner_release(claim);
+	if (err)
+		owner_undo(claim); /* a refused change leaves the image as it was */
+	else
+		owner_release(claim);
 	blockdev_destroy(bd); /* releases the lock */
 	if (err)
 		return -1;
