@@ -198,6 +198,7 @@ struct blockdev_event {
 struct blockdev_counts {
 	uint64_t reads, writes, flushes, discards;
 	uint64_t bytes_read, bytes_written;
+	uint64_t fua_writes; /* of the writes, those with FUA (set_fua) */
 };
 
 /* Wraps `inner` (not owned).  With log_writes, every write and flush is kept
@@ -214,6 +215,11 @@ int blockdev_record_create(struct blockdev *inner, bool log_writes, struct block
 #define BLOCKDEV_STREAM_HDR 24u
 int blockdev_record_stream(struct blockdev *bd, int fd);
 void blockdev_record_counts(struct blockdev *bd, struct blockdev_counts *out);
+/* With on, the device offers FUA (struct blockdev.fua), as an NBD server
+ * may: a FUA write is counted, written, and made durable by a flush of the
+ * inner device that is neither counted nor logged.  The event log does not
+ * model it (a test of flush counts only; wrappers made after see it). */
+void blockdev_record_set_fua(struct blockdev *bd, bool on);
 void blockdev_record_reset_counts(struct blockdev *bd);
 /* The event log; valid until the next write or flush or destroy. */
 const struct blockdev_event *blockdev_record_events(struct blockdev *bd, size_t *count);

@@ -292,13 +292,31 @@ static int record_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 	return blockdev_discard(r->inner, off, len);
 }
 
+static int record_write_fua(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
+{
+	struct record_dev *r = to_rec(bd);
+	int err = record_write(bd, buf, len, off);
+	if (err)
+		return err;
+	ordfs_mutex_lock(&r->lock);
+	r->counts.fua_writes++;
+	ordfs_mutex_unlock(&r->lock);
+	return blockdev_flush(r->inner);
+}
+
 static const struct blockdev_ops record_ops = {
 	.read = record_read,
 	.write = record_write,
 	.flush = record_flush,
 	.destroy = record_destroy,
 	.discard = record_discard,
+	.write_fua = record_write_fua,
 };
+
+void blockdev_record_set_fua(struct blockdev *bd, bool on)
+{
+	bd->fua = on;
+}
 
 int blockdev_record_create(struct blockdev *inner, bool log_writes, struct blockdev **out)
 {

@@ -421,6 +421,64 @@ START_TEST(test_barrier_sequence_each_mode)
 }
 END_TEST
 
+/* A device with FUA (an NBD server): a commit whose F1 already made its
+ * log blocks durable writes the commit block with FUA instead of F2, so
+ * an fsync of new data in data=ordered costs one flush, not two.  Without
+ * F1 nothing changes (F2 is still needed for the log blocks). */
+START_TEST(test_fua_commit_block_replaces_f2)
+{
+	for (size_t blocks = 3; blocks <= 24; blocks += 21) {
+		struct test_fs t;
+		tfs_setup(&t, IMG, BS, 256);
+		tfs_unmount(&t);
+		blockdev_record_set_fua(t.rec, true);
+		tfs_mount(&t);
+		struct inode *root = tfs_root(&t);
+		size_t len = blocks * BS;
+		uint8_t *buf = malloc(len);
+		ck_assert_ptr_nonnull(buf);
+		struct blockdev_counts before, after;
+		blockdev_record_counts(t.rec, &before);
+		for (int i = 0; i < 20; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "f%d", i);
+			struct inode *f;
+			ck_assert_int_eq(ordfs_create(t.fs, root, name, 0644, &root_cred, &f), 0);
+			memset(buf, i, len);
+			ck_assert_int_eq(ordfs_write(t.fs, f, buf, len, 0), (ssize_t)len);
+			ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+			inode_put(t.fs, f);
+		}
+		blockdev_record_counts(t.rec, &after);
+		uint64_t flushes = after.flushes - before.flushes;
+		uint64_t fua = after.fua_writes - before.fua_writes;
+		if (blocks * BS > (64u << 10)) {
+			ck_assert_uint_eq(fua, 20);     /* each commit block */
+			ck_assert_uint_eq(flushes, 20); /* F1 alone */
+		} else {
+			ck_assert_uint_eq(fua, 0);
+			ck_assert_uint_eq(flushes, 20); /* F2 alone */
+		}
+		inode_put(t.fs, root);
+		free(buf);
+		tfs_unmount(&t);
+		/* What the FUA commits left is a consistent, complete image. */
+		tfs_mount(&t);
+		root = tfs_root(&t);
+		for (int i = 0; i < 20; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "f%d", i);
+			struct inode *f;
+			ck_assert_int_eq(ordfs_lookup(t.fs, root, name, &f), 0);
+			ck_assert_uint_eq(f->size, len);
+			inode_put(t.fs, f);
+		}
+		inode_put(t.fs, root);
+		tfs_unmount_and_check(&t);
+	}
+}
+END_TEST
+
 START_TEST(test_nobarrier_never_flushes)
 {
 	struct test_fs t;
@@ -895,6 +953,7 @@ static Suite *flush_suite(void)
 	tc = tcase_create("durability");
 	tcase_add_test(tc, test_barrier_sequence_each_mode);
 	tcase_add_test(tc, test_nobarrier_never_flushes);
+	tcase_add_test(tc, test_fua_commit_block_replaces_f2);
 	tcase_add_test(tc, test_fdatasync_skips_timestamp_only_commit);
 	tcase_add_test(tc, test_fsyncdir_makes_entries_durable);
 	tcase_add_test(tc, test_atime_update_forces_nothing);
