@@ -21,11 +21,12 @@ import statistics
 import subprocess
 import sys
 
-TARGETS = ["host", "ordfs", "ext4", "fuse2fs", "passthrough"]
+TARGETS = ["host", "ordfs", "ext4", "fuse2fs", "passthrough", "nbd"]
 LABELS = {"host": "host dir", "ordfs": "ordfs", "ext4": "ext4 (loop)",
-          "fuse2fs": "fuse2fs", "passthrough": "passthrough_ll (FUSE ceiling)"}
+          "fuse2fs": "fuse2fs", "passthrough": "passthrough_ll (FUSE ceiling)",
+          "nbd": "ordfs over NBD (+%s per request)" % os.environ.get("NBD_DELAY", "1ms")}
 COLORS = {"host": "#000000", "ordfs": "#d62728", "ext4": "#1f77b4",
-          "fuse2fs": "#2ca02c", "passthrough": "#9467bd"}
+          "fuse2fs": "#2ca02c", "passthrough": "#9467bd", "nbd": "#ff7f0e"}
 # the FUSE ceiling: every figure is also divided by this target's
 CEILING = "passthrough"
 MIB = 1024 * 1024

@@ -10,6 +10,10 @@
 #   passthrough  libfuse's passthrough_ll example (-o cache=always) over a
 #                directory of the host filesystem: the FUSE ceiling, what
 #                any FUSE daemon costs over the host with nothing of its own
+#   nbd          ordfs on an NBD export: nbdkit's file plugin serves an image
+#                file on a Unix socket, through its delay filter, which adds
+#                NBD_DELAY (default 1ms) to every read and write request (a
+#                link to another machine); not in the default set
 #
 # ORDFS_OPTS (default empty) are -o options for the ordfs daemon, e.g.
 # ORDFS_OPTS=writeback_cache to measure that option against the default.
@@ -20,7 +24,10 @@
 # subshells all see the same picture.
 
 # shellcheck disable=SC2034 # used by bench/run
-TARGETS_ALL=(host ordfs ext4 fuse2fs passthrough)
+TARGETS_ALL=(host ordfs ext4 fuse2fs passthrough nbd)
+export NBD_DELAY=${NBD_DELAY:-1ms}
+NBD_SOCK=$WORK/nbd.sock
+NBD_URI="nbd+unix:///?socket=$NBD_SOCK"
 
 target_label() {
 	case $1 in
@@ -29,6 +36,7 @@ target_label() {
 	ext4) echo "ext4 (loop)" ;;
 	fuse2fs) echo "fuse2fs" ;;
 	passthrough) echo "passthrough_ll (FUSE ceiling)" ;;
+	nbd) echo "ordfs over NBD (+$NBD_DELAY per request)" ;;
 	esac
 }
 
@@ -39,7 +47,7 @@ target_dir() { # the directory the workloads use
 	esac
 }
 
-target_is_fuse() { [ "$1" = ordfs ] || [ "$1" = fuse2fs ] || [ "$1" = passthrough ]; }
+target_is_fuse() { [ "$1" = ordfs ] || [ "$1" = fuse2fs ] || [ "$1" = passthrough ] || [ "$1" = nbd ]; }
 
 # passthrough_ll is built at run time from the example source Debian ships
 # with libfuse3-dev (never copied into the repository), into BUILD/ceiling/
@@ -111,6 +119,13 @@ target_check() { # prints why TARGET cannot run here; prints nothing if it can
 			echo "no /dev/fuse"
 		fi
 		;;
+	nbd)
+		if [ ! -c /dev/fuse ]; then
+			echo "no /dev/fuse"
+		elif ! command -v nbdkit >/dev/null; then
+			echo "nbdkit is not installed (Debian package nbdkit)"
+		fi
+		;;
 	passthrough)
 		if [ ! -c /dev/fuse ]; then
 			echo "no /dev/fuse"
@@ -145,6 +160,17 @@ target_mount() { # mount TARGET's existing image on its directory
 			echo "ordfs did not mount: $(tail -1 "$WORK/logs/ordfs.log")" >&2
 			return 1
 		}
+		;;
+	nbd)
+		# -f: its pid is ours to wait for at unmount (the owner record,
+		# not a flock, says the export is free)
+		"$BUILD/src/ordfs" "$NBD_URI" "$mnt" -f ${ORDFS_OPTS:+-o "$ORDFS_OPTS"} </dev/null \
+			>>"$WORK/logs/nbd.log" 2>&1 &
+		echo $! >"$WORK/state/nbd.pid"
+		if ! wait_mounted "$mnt" $!; then
+			echo "ordfs over NBD did not mount: $(tail -1 "$WORK/logs/nbd.log")" >&2
+			return 1
+		fi
 		;;
 	ext4)
 		mount -o loop "$img" "$mnt" 2>>"$WORK/logs/ext4.log" || {
@@ -201,9 +227,9 @@ target_unmount() { # unmount TARGET if mounted and wait until its image is close
 			losetup -d "$dev" || true
 		done
 		;;
-	fuse2fs | passthrough)
+	fuse2fs | passthrough | nbd)
 		if mountpoint -q "$mnt"; then
-			if [ "$t" = passthrough ]; then
+			if [ "$t" != fuse2fs ]; then
 				fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" || true
 			else
 				umount "$mnt" 2>/dev/null || umount -l "$mnt" || true
@@ -239,8 +265,23 @@ target_setup() { # make TARGET's fresh image and mount it
 		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img"
 		;;
 	passthrough) mkdir -p "$WORK/passthrough.src" ;;
+	nbd)
+		truncate -s "$IMG_SIZE" "$img"
+		nbdkit --unix "$NBD_SOCK" --pidfile "$WORK/state/nbdkit.pid" --filter=delay \
+			file "$img" delay-read="$NBD_DELAY" delay-write="$NBD_DELAY"
+		local _
+		for _ in $(seq 50); do [ -S "$NBD_SOCK" ] && break; sleep 0.1; done
+		"$BUILD/tools/mkfs.ordfs" -q "$NBD_URI"
+		;;
 	esac
 	target_mount "$t"
+}
+
+nbd_server_stop() { # stops the nbd target's server, if it runs
+	local pid
+	pid=$(cat "$WORK/state/nbdkit.pid" 2>/dev/null || true)
+	[ -z "$pid" ] || kill "$pid" 2>/dev/null || true
+	rm -f "$WORK/state/nbdkit.pid"
 }
 
 target_remount() { # unmount and mount again (drops a FUSE daemon's caches)
@@ -253,7 +294,7 @@ target_sync_cmd() { # the one command that makes all of TARGET durable, if any
 	dir=$(target_dir "$1")
 	case $1 in
 	host | ext4) echo "sync -f $dir" ;; # syncfs(2)
-	ordfs) echo "$BUILD/tools/ordfsctl sync $dir" ;;
+	ordfs | nbd) echo "$BUILD/tools/ordfsctl sync $dir" ;;
 	fuse2fs) ;; # syncfs does not reach FUSE daemons, and fuse2fs has no other
 	# passthrough_ll (no -o writeback) writes through to its backing
 	# directory at once: syncfs of that directory's filesystem is the call
