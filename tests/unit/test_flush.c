@@ -253,6 +253,7 @@ static bool is_jblock(const uint8_t *b, uint32_t type)
 /* Counters the sequence check fills for the closing figures. */
 struct seq_counts {
 	unsigned commits, f1, checkpoints, flushes;
+	unsigned in_one_write; /* commit blocks written with their log blocks */
 };
 
 /* Asserts the commit protocol's flush points on a single-threaded event
@@ -305,7 +306,11 @@ static void check_flush_sequence(const struct blockdev_event *ev, size_t n,
 				ck_assert_msg(mode != JOURNAL_DATA_ORDERED || !new_data_unflushed,
 					      "commit record at event %zu: new data not flushed "
 					      "before it (F1)", i);
-				out->f1 += i > 0 && ev[i - 1].type == BD_EV_FLUSH;
+				/* F1 is a flush right before the commit block's own
+				 * write; without F1 the block rides at the end of the
+				 * write of its transaction's log blocks. */
+				out->f1 += k == 0 && i > 0 && ev[i - 1].type == BD_EV_FLUSH;
+				out->in_one_write += k > 0;
 				ck_assert_msg(i + 1 < n && ev[i + 1].type == BD_EV_FLUSH,
 					      "commit record at event %zu not followed by F2", i);
 				for (size_t p = 0; p < npending; p++)
@@ -394,6 +399,10 @@ static void barrier_workload(struct test_fs *t, enum journal_data_mode mode, siz
 		ck_assert_uint_ge(c.f1, 40); /* every fsync here allocates new data */
 	else
 		ck_assert_uint_eq(c.f1, 0);  /* nothing to order: F2 alone */
+	/* A commit without F1 writes its commit block with its log blocks,
+	 * except where the log wraps between them; one with F1 never. */
+	ck_assert_uint_le(c.in_one_write, c.commits - c.f1);
+	ck_assert_uint_ge(c.in_one_write + c.checkpoints + 1, c.commits - c.f1);
 	tfs_mount(t);
 }
 
