@@ -9,9 +9,10 @@
 # (default 5), in data=ordered: more than 64 KiB of new data per fsync is
 # written in place, so every commit has F1 (DESIGN.md, "The commit
 # protocol"), and with FUA its commit block is written with FUA instead of
-# a second flush.  Twice per round: the server offering FUA (the file
-# plugin does) and the same server with nbdkit's fua filter fuamode=none
-# (no FUA offered: the commit block is written and flushed).  ROUNDS rounds
+# a second flush.  Twice per round: with FUA (the file plugin offers it)
+# and with the daemon's -o nofua (the commit block is written, then
+# flushed).  (nbdkit 1.32's fua filter has no fuamode=none to turn it off
+# at the server.)  ROUNDS rounds
 # (default 3), alternating; prints fsyncs/s, flushes per fsync (ordfsctl
 # stats) and the medians, and writes OUT_DIR/nbd_fua.tsv.
 set -euo pipefail
@@ -41,34 +42,33 @@ wait_gone() { # wait_gone PID: up to 30 s
 	return 1
 }
 
-serve() { # serve yes|no: (re)start nbdkit, offering FUA or not
-	local filters=(--filter=delay)
-	[ "$1" = yes ] || filters=(--filter=fua --filter=delay)
+serve() { # (re)start nbdkit
 	if [ -f "$WORK/nbdkit.pid" ]; then
 		kill "$(cat "$WORK/nbdkit.pid")"
 		wait_gone "$(cat "$WORK/nbdkit.pid")"
 	fi
 	rm -f "$SOCK"
-	local extra=()
-	[ "$1" = yes ] || extra=(fuamode=none)
-	nbdkit --unix "$SOCK" --pidfile "$WORK/nbdkit.pid" "${filters[@]}" file "$WORK/img" \
-		delay-read="$NBD_DELAY" delay-write="$NBD_DELAY" "${extra[@]}"
+	nbdkit --unix "$SOCK" --pidfile "$WORK/nbdkit.pid" --filter=delay file "$WORK/img" \
+		delay-read="$NBD_DELAY" delay-write="$NBD_DELAY"
 	local _
 	for _ in $(seq 50); do [ -S "$SOCK" ] && return 0; sleep 0.1; done
 	echo "nbd_fua.sh: nbdkit did not start" >&2
 	return 1
 }
 
-one_run() { # one_run yes|no: prints "fsyncs_per_s flushes_per_fsync"
-	serve "$1"
+one_run() { # one_run yes|no (FUA): prints "fsyncs_per_s flushes_per_fsync"
+	serve
 	mkdir -p "$WORK/mnt"
-	"$BUILD/src/ordfs" "$URI" "$WORK/mnt" -f -o data=ordered >"$WORK/daemon.log" 2>&1 &
+	local opts=data=ordered
+	[ "$1" = yes ] || opts=$opts,nofua
+	"$BUILD/src/ordfs" "$URI" "$WORK/mnt" -f -o "$opts" >"$WORK/daemon.log" 2>&1 &
 	echo $! >"$WORK/daemon.pid"
 	local _
 	for _ in $(seq 100); do mountpoint -q "$WORK/mnt" && break; sleep 0.1; done
 	local before after fsyncs
 	before=$("$BUILD/tools/ordfsctl" stats --json "$WORK/mnt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["flushes"]["issued"])')
 	fio --name=fua --directory="$WORK/mnt" --rw=write --bs=128k --size=1g --fsync=1 \
+		--fallocate=none --file_append=1 --ioengine=psync \
 		--time_based --runtime="$RUNTIME" --output-format=json >"$WORK/fio.json"
 	after=$("$BUILD/tools/ordfsctl" stats --json "$WORK/mnt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["flushes"]["issued"])')
 	fsyncs=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["sync"]["total_ios"])' "$WORK/fio.json")

@@ -132,6 +132,8 @@ static inline void blockdev_destroy(struct blockdev *bd)
 /* A device that cannot flush is accepted (nobarrier): flush is a no-op.
  * Without it, opening such a device fails with -EOPNOTSUPP (NBD). */
 #define BLOCKDEV_NO_FLUSH_OK 0x8u
+/* Do not use FUA even where the device offers it (NBD: -o nofua). */
+#define BLOCKDEV_NO_FUA 0x10u
 
 /* Opens an image file or block device.  Returns 0 or a negative errno. */
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out);
@@ -145,7 +147,7 @@ int blockdev_file_fd(struct blockdev *bd);
 /* Is name an NBD URI (nbd://, nbds://, nbd+unix://, nbd+vsock:// ...)? */
 bool blockdev_is_nbd_uri(const char *name);
 /* Connects to the export named by uri (libnbd's URI syntax).  flags:
- * BLOCKDEV_READONLY, BLOCKDEV_NO_FLUSH_OK.  A request the server does not
+ * BLOCKDEV_READONLY, BLOCKDEV_NO_FLUSH_OK, BLOCKDEV_NO_FUA.  A request the server does not
  * answer within timeout_ms (0: the default), or that finds no connection
  * for that long, fails with -EIO.  On failure *why holds one line. */
 int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,

@@ -546,7 +546,7 @@ int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 	d->flags = flags;
 	d->timeout_ms = timeout_ms ? timeout_ms : BLOCKDEV_NBD_DEFAULT_TIMEOUT_MS;
 	d->can_flush = nbd_can_flush(h) == 1;
-	d->can_fua = d->can_flush && nbd_can_fua(h) == 1;
+	d->can_fua = d->can_flush && nbd_can_fua(h) == 1 && !(flags & BLOCKDEV_NO_FUA);
 	d->can_trim = nbd_can_trim(h) == 1;
 	d->bd.fua = d->can_fua;
 	int64_t max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);

@@ -14,9 +14,9 @@ int blockdev_open_image(const char *name, unsigned flags, unsigned nbd_timeout_m
 			struct blockdev **out, char *why, size_t why_len)
 {
 	if (blockdev_is_nbd_uri(name))
-		return blockdev_nbd_open(name, flags & (BLOCKDEV_READONLY | BLOCKDEV_NO_FLUSH_OK),
+		return blockdev_nbd_open(name, flags & (BLOCKDEV_READONLY | BLOCKDEV_NO_FLUSH_OK | BLOCKDEV_NO_FUA),
 					 nbd_timeout_ms, out, why, why_len);
-	int err = blockdev_file_open(name, flags & ~BLOCKDEV_NO_FLUSH_OK, out);
+	int err = blockdev_file_open(name, flags & ~(BLOCKDEV_NO_FLUSH_OK | BLOCKDEV_NO_FUA), out);
 	if (err)
 		snprintf(why, why_len, "%s", strerror(-err));
 	return err;

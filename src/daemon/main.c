@@ -75,6 +75,8 @@ static void usage(FILE *out)
 		"usage: ordfs IMAGE MOUNTPOINT [-o option[,option...]] [-f] [-d] [-s]\n"
 		"\n"
 		"Mounts the ordfs filesystem in IMAGE (made by mkfs.ordfs) on MOUNTPOINT.\n"
+		"IMAGE is a file, a block device or an NBD URI (nbd://host/export,\n"
+		"nbd+unix:///export?socket=PATH, ...: libnbd's syntax).\n"
 		"Unmount with: umount MOUNTPOINT (waits until the image is clean and closed,\n"
 		"when umount.ordfs is installed) or fusermount3 -u MOUNTPOINT\n"
 		"\n"
@@ -122,6 +124,9 @@ static void usage(FILE *out)
 		"  lazytime        keep atime updates in memory until the inode is written\n"
 		"                  anyway, fsync, ordfsctl sync, unmount or 24 hours\n"
 		"  ro, rw          read-only / read-write\n"
+		"  nbd_timeout=SECONDS  an NBD image's request (or reconnect) limit before\n"
+		"                  it fails with EIO (default 30)\n"
+		"  nofua           never use the NBD server's FUA writes (fua: the default)\n"
 		"Defaults recorded in the image (mkfs.ordfs -E mount_opts=) apply first;\n"
 		"options given here override them.\n"
 		"\n"
@@ -199,6 +204,8 @@ static unsigned image_flags(const struct daemon_options *o)
 					: BLOCKDEV_WRITE_BEHIND | BLOCKDEV_DIRECT_BULK;
 	if (!o->fs.barrier)
 		flags |= BLOCKDEV_NO_FLUSH_OK;
+	if (o->nbd_nofua)
+		flags |= BLOCKDEV_NO_FUA;
 	return flags;
 }
 

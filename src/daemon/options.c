@@ -157,6 +157,10 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 		return parse_read_ahead(opt + 14, o, err, errlen);
 	if (strncmp(opt, "nbd_timeout=", 12) == 0)
 		return parse_nbd_timeout(opt + 12, o, err, errlen);
+	if (strcmp(opt, "fua") == 0 || strcmp(opt, "nofua") == 0) {
+		o->nbd_nofua = opt[0] == 'n';
+		return 0;
+	}
 	if (strcmp(opt, "writeback_cache") == 0 || strcmp(opt, "nowriteback_cache") == 0) {
 		o->writeback_cache = opt[0] == 'w';
 		return 0;

@@ -34,6 +34,7 @@ struct daemon_options {
 	 * default; readahead.c). */
 	unsigned read_ahead_kb;
 	unsigned nbd_timeout_ms;  /* an NBD request's limit; 0: the backend's default */
+	bool nbd_nofua;           /* -o nofua: no FUA even where the server has it */
 	bool read_ahead_given; /* on the command line or in the image */
 	/* The kernel holds written data and sends it later (FUSE's writeback
 	 * cache; off by default: DESIGN.md, "Writes through the kernel"). */
