@@ -374,3 +374,14 @@ int owner_take(struct blockdev *bd, uint64_t block_count, uint32_t block_size,
 	}
 	return err;
 }
+
+bool owner_holder_runs(struct blockdev *bd)
+{
+	struct ordfs_owner rec;
+	bool valid;
+	if (read_record(bd, &rec, &valid) != 0 || !valid || rec.state != ORDFS_OWNER_HELD)
+		return false;
+	char host[ORDFS_OWNER_HOST_LEN + 1];
+	my_host(host);
+	return strcmp(host, rec.host) == 0 && rec.pid != 0 && process_runs((pid_t)rec.pid);
+}

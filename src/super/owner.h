@@ -81,4 +81,8 @@ int owner_take(struct blockdev *bd, uint64_t block_count, uint32_t block_size,
  * held, else *held false. */
 int owner_describe(struct blockdev *bd, bool *held, char *why, size_t why_len);
 
+/* Is the record's holder a running process of this host?  False for a
+ * free record, one of another host, or a holder that has exited. */
+bool owner_holder_runs(struct blockdev *bd);
+
 #endif

@@ -26,6 +26,10 @@
  *    and while another mount with that number remains, the daemon rightly
  *    goes on serving it, so the helper returns at once;
  *  - without privilege to unmount, fusermount3 -u does it;
+ *  - an image on an NBD server has no flock: the helper connects to the
+ *    export before the unmount and waits until the owner record the
+ *    daemon holds (src/super/owner.h) says free, or names a process that
+ *    has exited;
  *  - ORDFS_UMOUNT_TIMEOUT (seconds, default 600) bounds the wait; past it
  *    the exit status is 32 (umount's "failure") with a line that says the
  *    daemon still holds the image.
@@ -44,6 +48,8 @@
 #include <unistd.h>
 
 #include "../../src/daemon/mountinfo.h"
+#include "blockdev/blockdev.h"
+#include "super/owner.h"
 
 #define EXIT_FAIL 32 /* umount(8)'s "umount failure" */
 
@@ -128,6 +134,40 @@ static int wait_closed(int fd, const char *image, bool verbose)
 	return 0;
 }
 
+/* Waits until the daemon has let go of an NBD export: its owner record is
+ * free (or its holder, a process of this host, has exited). */
+static int wait_released(struct blockdev *bd, const char *image, bool verbose)
+{
+	const char *env = getenv("ORDFS_UMOUNT_TIMEOUT");
+	double limit = env && *env ? strtod(env, NULL) : 600.0;
+	double start = now();
+	bool told = false;
+	for (;;) {
+		bool held = false;
+		char who[256];
+		int err = owner_describe(bd, &held, who, sizeof(who));
+		if (err) {
+			fprintf(stderr, "%s: %s: cannot wait for the daemon: %s\n", prog, image,
+				strerror(-err));
+			return EXIT_FAIL;
+		}
+		if (!held || !owner_holder_runs(bd))
+			return 0;
+		double waited = now() - start;
+		if (waited > limit) {
+			fprintf(stderr, "%s: %s: unmounted, but the ordfs daemon still holds the "
+				"export after %.0f s\n", prog, image, waited);
+			return EXIT_FAIL;
+		}
+		if (!told && (verbose || waited > 2.0)) {
+			fprintf(stderr, "%s: waiting for the ordfs daemon to write back and release %s\n",
+				prog, image);
+			told = true;
+		}
+		usleep(20000);
+	}
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: %s MOUNTPOINT [-nlfvr] [-N NAMESPACE] [-t TYPE]\n"
@@ -197,8 +237,17 @@ int main(int argc, char **argv)
 	if (strcmp(type, "fuse.ordfs") != 0)
 		fprintf(stderr, "%s: %s: a %s mount, not fuse.ordfs; unmounting without waiting\n",
 			prog, target, type);
-	int fd = strcmp(type, "fuse.ordfs") == 0 ? open(image, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd < 0 && strcmp(type, "fuse.ordfs") == 0)
+	bool ours = strcmp(type, "fuse.ordfs") == 0;
+	struct blockdev *nbd = NULL;
+	if (ours && blockdev_is_nbd_uri(image)) {
+		char why[300];
+		if (blockdev_open_image(image, BLOCKDEV_READONLY, 0, &nbd, why, sizeof(why)) != 0)
+			fprintf(stderr, "%s: %s: cannot reach the export (%s); unmounting without "
+				"waiting\n", prog, image, why);
+		ours = false; /* no file to open: nbd says when it is released */
+	}
+	int fd = ours ? open(image, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0 && ours)
 		fprintf(stderr, "%s: %s: cannot open the image (%s); unmounting without waiting\n",
 			prog, image, strerror(errno));
 
@@ -209,13 +258,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: %s: %s\n", prog, target, strerror(e));
 			if (fd >= 0)
 				close(fd);
+			blockdev_destroy(nbd);
 			return EXIT_FAIL;
 		}
 	}
 	if (verbose)
 		fprintf(stderr, "%s: %s unmounted\n", prog, target);
 	int status = 0;
-	if (fd >= 0 && !lazy) {
+	if ((fd >= 0 || nbd) && !lazy) {
 		/* Another mount of the same connection (a bind mount, or the
 		 * original under a removed bind) keeps the daemon serving:
 		 * waiting for it to close the image would wait for its
@@ -227,10 +277,12 @@ int main(int argc, char **argv)
 					"not waiting\n", prog, others, others == 1 ? "" : "s",
 					image, dev, others == 1 ? "s" : "");
 		} else {
-			status = wait_closed(fd, image, verbose);
+			status = nbd ? wait_released(nbd, image, verbose)
+				     : wait_closed(fd, image, verbose);
 		}
 	}
 	if (fd >= 0)
 		close(fd);
+	blockdev_destroy(nbd);
 	return status;
 }
