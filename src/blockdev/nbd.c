@@ -328,6 +328,9 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 
 		int64_t cookie = submit(c, op, buf, len, off, cmd_flags, &w);
 		int submit_err = cookie == -1 ? (nbd_get_errno() ? nbd_get_errno() : EIO) : 0;
+		bool submit_dead = cookie == -1 &&
+				   (nbd_aio_is_dead(c->h) == 1 || nbd_aio_is_closed(c->h) == 1);
+		int fd = nbd_aio_get_fd(c->h); /* for a timeout, taken without mu */
 		wake_poller(d);
 
 		pthread_mutex_lock(&d->mu);
@@ -337,16 +340,17 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 				c->writes_active--;
 			w.done = true;
 			w.err = submit_err;
-			if (nbd_aio_is_dead(c->h) == 1 || nbd_aio_is_closed(c->h) == 1)
+			if (submit_dead)
 				conn_kill_locked(d, c);
 		}
 		bool timed_out = false;
 		while (!w.done) {
 			if (!timed_out && !wait_until(d, deadline)) {
 				/* The server does not answer: drop the connection;
-				 * libnbd then fails every request on it. */
+				 * libnbd then fails every request on it.  (The
+				 * descriptor stays open until the poller closes the
+				 * handle, which waits for our reference.) */
 				timed_out = true;
-				int fd = nbd_aio_get_fd(c->h);
 				if (fd >= 0)
 					shutdown(fd, SHUT_RDWR);
 				wake_poller(d);
