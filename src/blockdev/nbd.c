@@ -99,6 +99,29 @@ static struct nbd_dev *to_nbd(struct blockdev *bd)
 	return (struct nbd_dev *)bd;
 }
 
+/* The lock order (libnbd's handle lock, then mu) is checked: no libnbd
+ * call is made by a thread that holds mu (nbd_call_ok). */
+static __thread unsigned mu_held;
+
+static void mu_lock(struct nbd_dev *d)
+{
+	pthread_mutex_lock(&d->mu);
+	mu_held++;
+}
+
+static void mu_unlock(struct nbd_dev *d)
+{
+	ORDFS_ASSERT(mu_held > 0);
+	mu_held--;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* Before every libnbd call on a live handle. */
+static void nbd_call_ok(void)
+{
+	ORDFS_ASSERT(mu_held == 0);
+}
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -182,7 +205,7 @@ static int on_complete(void *user_data, int *error)
 {
 	struct nbd_wait *w = user_data;
 	struct nbd_dev *d = w->dev;
-	pthread_mutex_lock(&d->mu);
+	mu_lock(d);
 	w->err = *error;
 	if (w->is_write) {
 		w->conn->writes_active--;
@@ -191,7 +214,7 @@ static int on_complete(void *user_data, int *error)
 	}
 	w->done = true;
 	pthread_cond_broadcast(&d->cv);
-	pthread_mutex_unlock(&d->mu);
+	mu_unlock(d);
 	return 1; /* retire the command */
 }
 
@@ -201,16 +224,16 @@ static void *poller_main(void *arg)
 	struct nbd_dev *d = arg;
 	unsigned pause_ms = RECONNECT_PAUSE_MIN_MS;
 
-	pthread_mutex_lock(&d->mu);
+	mu_lock(d);
 	while (!d->stopping) {
 		/* Close a dead connection once nobody uses it. */
 		if (d->dying && d->dying->refs == 0) {
 			struct nbd_conn *c = d->dying;
 			d->dying = NULL;
-			pthread_mutex_unlock(&d->mu);
+			mu_unlock(d);
 			nbd_close(c->h);
 			free(c);
-			pthread_mutex_lock(&d->mu);
+			mu_lock(d);
 			continue;
 		}
 		if (!d->conn) {
@@ -219,7 +242,7 @@ static void *poller_main(void *arg)
 				wait_until(d, now_ms() + 10);
 				continue;
 			}
-			pthread_mutex_unlock(&d->mu);
+			mu_unlock(d);
 			struct nbd_conn *c = NULL;
 			char why[256];
 			int err = conn_open(d->uri, &c, why, sizeof(why));
@@ -228,7 +251,7 @@ static void *poller_main(void *arg)
 				free(c);
 				err = -EIO;
 			}
-			pthread_mutex_lock(&d->mu);
+			mu_lock(d);
 			if (err) {
 				wait_until(d, now_ms() + pause_ms);
 				pause_ms = pause_ms * 2 > RECONNECT_PAUSE_MAX_MS ? RECONNECT_PAUSE_MAX_MS
@@ -244,8 +267,9 @@ static void *poller_main(void *arg)
 
 		struct nbd_conn *c = d->conn;
 		c->refs++;
-		pthread_mutex_unlock(&d->mu);
+		mu_unlock(d);
 
+		nbd_call_ok();
 		int fd = nbd_aio_get_fd(c->h);
 		unsigned dir = fd >= 0 ? nbd_aio_get_direction(c->h) : 0;
 		bool dead = fd < 0 || nbd_aio_is_dead(c->h) == 1 || nbd_aio_is_closed(c->h) == 1;
@@ -268,12 +292,12 @@ static void *poller_main(void *arg)
 			dead = nbd_aio_is_dead(c->h) == 1 || nbd_aio_is_closed(c->h) == 1;
 		}
 
-		pthread_mutex_lock(&d->mu);
+		mu_lock(d);
 		c->refs--;
 		if (dead)
 			conn_kill_locked(d, c);
 	}
-	pthread_mutex_unlock(&d->mu);
+	mu_unlock(d);
 	return NULL;
 }
 
@@ -291,6 +315,7 @@ static int64_t submit(struct nbd_conn *c, enum nbd_op op, void *buf, size_t len,
 		      uint32_t cmd_flags, struct nbd_wait *w)
 {
 	nbd_completion_callback cb = { .callback = on_complete, .user_data = w };
+	nbd_call_ok();
 	switch (op) {
 	case OP_READ:
 		return nbd_aio_pread(c->h, buf, len, off, cb, 0);
@@ -311,7 +336,7 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 {
 	uint64_t deadline = now_ms() + d->timeout_ms;
 
-	pthread_mutex_lock(&d->mu);
+	mu_lock(d);
 	for (;;) {
 		while (!d->conn && !d->stopping)
 			if (!wait_until(d, deadline))
@@ -324,7 +349,7 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 		c->refs++;
 		if (w.is_write)
 			c->writes_active++;
-		pthread_mutex_unlock(&d->mu);
+		mu_unlock(d);
 
 		int64_t cookie = submit(c, op, buf, len, off, cmd_flags, &w);
 		int submit_err = cookie == -1 ? (nbd_get_errno() ? nbd_get_errno() : EIO) : 0;
@@ -333,7 +358,7 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 		int fd = nbd_aio_get_fd(c->h); /* for a timeout, taken without mu */
 		wake_poller(d);
 
-		pthread_mutex_lock(&d->mu);
+		mu_lock(d);
 		if (cookie == -1) {
 			/* Not queued: the callback was not and will not be called. */
 			if (w.is_write)
@@ -360,21 +385,21 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 		}
 		c->refs--;
 		if (w.err == 0) {
-			pthread_mutex_unlock(&d->mu);
+			mu_unlock(d);
 			return 0;
 		}
 		if (!is_connection_loss(w.err) && !c->dead) {
-			pthread_mutex_unlock(&d->mu);
+			mu_unlock(d);
 			return -w.err;
 		}
 		conn_kill_locked(d, c);
 		if (timed_out || now_ms() >= deadline)
 			goto timed_out;
 	}
-	pthread_mutex_unlock(&d->mu);
+	mu_unlock(d);
 	return -EIO;
 timed_out:
-	pthread_mutex_unlock(&d->mu);
+	mu_unlock(d);
 	return -EIO;
 }
 
@@ -427,14 +452,14 @@ static int nbdev_flush(struct blockdev *bd)
 		return 0; /* accepted at open: nobarrier */
 
 	/* Writes acknowledged from here on are not covered by this flush. */
-	pthread_mutex_lock(&d->mu);
+	mu_lock(d);
 	struct nbd_conn *c = d->conn;
 	uint64_t acked_before = c ? c->writes_acked : 0;
-	pthread_mutex_unlock(&d->mu);
+	mu_unlock(d);
 
 	int err = request(d, OP_FLUSH, NULL, 0, 0, 0);
 
-	pthread_mutex_lock(&d->mu);
+	mu_lock(d);
 	if (d->lost_writes) {
 		/* The connection died since the last good flush with writes the
 		 * server may have lost: this flush cannot vouch for them. */
@@ -444,7 +469,7 @@ static int nbdev_flush(struct blockdev *bd)
 	} else if (!err && c && d->conn == c) {
 		c->writes_acked -= acked_before;
 	}
-	pthread_mutex_unlock(&d->mu);
+	mu_unlock(d);
 	return err;
 }
 
@@ -470,10 +495,10 @@ static int nbdev_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 static void nbdev_destroy(struct blockdev *bd)
 {
 	struct nbd_dev *d = to_nbd(bd);
-	pthread_mutex_lock(&d->mu);
+	mu_lock(d);
 	d->stopping = true;
 	pthread_cond_broadcast(&d->cv);
-	pthread_mutex_unlock(&d->mu);
+	mu_unlock(d);
 	wake_poller(d);
 	pthread_join(d->poller, NULL);
 	/* Every request has returned: the caller destroys an idle device. */
@@ -579,13 +604,13 @@ int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 void blockdev_nbd_info(struct blockdev *bd, struct blockdev_nbd_info *out)
 {
 	struct nbd_dev *d = to_nbd(bd);
-	pthread_mutex_lock(&d->mu);
+	mu_lock(d);
 	out->can_flush = d->can_flush;
 	out->can_fua = d->can_fua;
 	out->can_trim = d->can_trim;
 	out->reconnects = d->reconnects;
 	out->connected = d->conn != NULL;
-	pthread_mutex_unlock(&d->mu);
+	mu_unlock(d);
 }
 
 bool blockdev_is_nbd(const struct blockdev *bd)
