@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "bitmap_chunks.h"
 #include "../cache/bcache.h"
 #include "../journal/journal.h"
 #include "../lock/lock.h"
@@ -31,8 +32,8 @@ struct alloc {
 	uint32_t inode_count;
 
 	struct ordfs_mutex lock;
-	uint64_t *map;        /* block map, 1 = unavailable */
-	uint64_t *imap;       /* inode map, 1 = in use (bit i = inode i + 1) */
+	struct chunks *map;   /* block map, 1 = unavailable (bitmap_chunks.h) */
+	struct chunks *imap;  /* inode map, 1 = in use (bit i = inode i + 1) */
 	uint64_t map_free;    /* zero bits of map in the data area */
 	uint64_t reserved;    /* delayed-allocation reservations */
 	uint64_t pending_free;
@@ -41,21 +42,6 @@ struct alloc {
 	uint32_t inode_rotor; /* inode number after the last one handed out */
 	uint64_t meta_reserve; /* blocks only metadata may use (see available_for) */
 };
-
-static bool bit_test(const uint64_t *map, uint64_t i)
-{
-	return (map[i / 64] >> (i % 64)) & 1;
-}
-
-static void bit_set(uint64_t *map, uint64_t i)
-{
-	map[i / 64] |= 1ull << (i % 64);
-}
-
-static void bit_clear(uint64_t *map, uint64_t i)
-{
-	map[i / 64] &= ~(1ull << (i % 64));
-}
 
 /* ---- on-disk bitmap blocks -------------------------------------------- */
 
@@ -146,35 +132,16 @@ static uint64_t meta_reserve_for(uint64_t data_blocks, uint32_t block_size)
 
 /* ---- load ------------------------------------------------------------- */
 
-static int load_bitmap(struct alloc *a, uint64_t start, uint64_t nbits,
-		       enum ordfs_block_type type, uint64_t *map, uint64_t *bad_block)
+static int load_map(struct alloc *a, uint64_t start, enum ordfs_block_type type, uint64_t nbits,
+		    uint64_t count_from, uint64_t count_to, struct chunks **out, uint64_t *free,
+		    uint64_t *bad_block)
 {
-	uint64_t nblocks = (nbits + a->bits_per_block - 1) / a->bits_per_block;
-	for (uint64_t bi = 0; bi < nblocks; bi++) {
-		struct buf *b;
-		int err = bcache_read(a->cache, start + bi, &b);
-		if (err)
-			return err;
-		err = ordfs_block_verify(b->data, a->block_size, a->csum_seed, type, start + bi);
-		if (err) {
-			if (bad_block)
-				*bad_block = start + bi;
-			bcache_put(a->cache, b);
-			if (!a->tolerant)
-				return err;
-			a->bad_bitmap_blocks++;
-			continue; /* reads as all free */
-		}
-		for (uint32_t bit = 0; bit < a->bits_per_block; bit++) {
-			uint64_t i = bi * a->bits_per_block + bit;
-			if (i >= nbits)
-				break;
-			if (disk_bit(b->data, bit))
-				bit_set(map, i);
-		}
-		bcache_put(a->cache, b);
-	}
-	return 0;
+	struct chunks_config cfg = {
+		.cache = a->cache, .bitmap_start = start, .type = type,
+		.block_size = a->block_size, .csum_seed = a->csum_seed, .nbits = nbits,
+		.count_from = count_from, .count_to = count_to, .tolerant = a->tolerant,
+	};
+	return chunks_create(&cfg, out, free, bad_block, &a->bad_bitmap_blocks);
 }
 
 int alloc_load(struct bcache *cache, const struct ordfs_super *sb, unsigned flags,
@@ -198,23 +165,19 @@ int alloc_load(struct bcache *cache, const struct ordfs_super *sb, unsigned flag
 	a->meta_reserve = meta_reserve_for(a->data_end - a->data_start, a->block_size);
 	ordfs_mutex_init(&a->lock, LOCK_ALLOC, "alloc lock");
 
-	a->map = calloc((a->block_count + 63) / 64, sizeof(uint64_t));
-	a->imap = calloc(((uint64_t)a->inode_count + 63) / 64, sizeof(uint64_t));
-	int err = (!a->map || !a->imap) ? -ENOMEM : 0;
+	/* Each bitmap is read once to count it; its bits are loaded a bitmap
+	 * block at a time as allocation needs them (bitmap_chunks.h). */
+	uint64_t free_inodes = 0;
+	int err = load_map(a, sb->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, a->block_count,
+			   a->data_start, a->data_end, &a->map, &a->map_free, bad_block);
 	if (!err)
-		err = load_bitmap(a, sb->block_bitmap_start, a->block_count,
-				  ORDFS_BT_BLOCK_BITMAP, a->map, bad_block);
-	if (!err)
-		err = load_bitmap(a, sb->inode_bitmap_start, a->inode_count,
-				  ORDFS_BT_INODE_BITMAP, a->imap, bad_block);
+		err = load_map(a, sb->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, a->inode_count, 0,
+			       a->inode_count, &a->imap, &free_inodes, bad_block);
 	if (err) {
 		alloc_destroy(a);
 		return err;
 	}
-	for (uint64_t i = a->data_start; i < a->data_end; i++)
-		a->map_free += !bit_test(a->map, i);
-	for (uint32_t i = 0; i < a->inode_count; i++)
-		a->free_inodes += !bit_test(a->imap, i);
+	a->free_inodes = (uint32_t)free_inodes;
 	*out = a;
 	return 0;
 }
@@ -228,29 +191,13 @@ void alloc_destroy(struct alloc *a)
 {
 	if (!a)
 		return;
-	free(a->map);
-	free(a->imap);
+	chunks_destroy(a->map);
+	chunks_destroy(a->imap);
 	ordfs_mutex_destroy(&a->lock);
 	free(a);
 }
 
 /* ---- blocks ------------------------------------------------------------ */
-
-/* First zero bit of map in [from, to), or `to`.  Skips full words. */
-static uint64_t find_zero(const uint64_t *map, uint64_t from, uint64_t to)
-{
-	uint64_t i = from;
-	while (i < to) {
-		if (i % 64 == 0 && to - i >= 64 && map[i / 64] == ~0ull) {
-			i += 64;
-			continue;
-		}
-		if (!bit_test(map, i))
-			return i;
-		i++;
-	}
-	return to;
-}
 
 /* Free blocks not promised to delayed data. */
 static uint64_t available(const struct alloc *a)
@@ -285,16 +232,16 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 	if (goal < a->data_start || goal >= a->data_end)
 		goal = a->rotor;
 
-	uint64_t s = find_zero(a->map, goal, a->data_end);
+	uint64_t s = chunks_find_zero(a->map, goal, a->data_end);
 	if (s == a->data_end)
-		s = find_zero(a->map, a->data_start, goal);
-	if (s >= a->data_end || bit_test(a->map, s)) {
+		s = chunks_find_zero(a->map, a->data_start, goal);
+	if (s >= a->data_end || chunks_test(a->map, s)) {
 		ordfs_mutex_unlock(&a->lock);
 		return -ENOSPC; /* counters said free: only if they are wrong */
 	}
 	uint32_t n = 0;
-	while (n < want && s + n < a->data_end && !bit_test(a->map, s + n)) {
-		bit_set(a->map, s + n);
+	while (n < want && s + n < a->data_end && !chunks_test(a->map, s + n)) {
+		chunks_set(a->map, s + n);
 		n++;
 	}
 	a->map_free -= n;
@@ -314,10 +261,10 @@ void alloc_claim_free_run(struct alloc *a, uint64_t from, uint32_t max, uint64_t
 	if (from < a->data_start)
 		from = a->data_start;
 	uint64_t spare = available(a);
-	uint64_t s = from < a->data_end ? find_zero(a->map, from, a->data_end) : a->data_end;
+	uint64_t s = from < a->data_end ? chunks_find_zero(a->map, from, a->data_end) : a->data_end;
 	uint32_t n = 0;
-	while (n < max && n < spare && s + n < a->data_end && !bit_test(a->map, s + n)) {
-		bit_set(a->map, s + n);
+	while (n < max && n < spare && s + n < a->data_end && !chunks_test(a->map, s + n)) {
+		chunks_set(a->map, s + n);
 		n++;
 	}
 	a->map_free -= n;
@@ -338,8 +285,7 @@ void alloc_unclaim_blocks(struct alloc *a, uint64_t start, uint32_t len, unsigne
 		return;
 	ordfs_mutex_lock(&a->lock);
 	for (uint64_t i = start; i < start + len; i++)
-		bit_clear(a->map, i);
-	a->map_free += len;
+		a->map_free += chunks_clear(a->map, i);
 	if (flags & ALLOC_FROM_RESERVATION)
 		a->reserved += len;
 	ordfs_mutex_unlock(&a->lock);
@@ -385,8 +331,14 @@ int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_
 	if (!in_data_area(a, start, len))
 		return -EUCLEAN;
 	ordfs_mutex_lock(&a->lock);
-	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
-				   len, false);
+	/* The map keeps the blocks unavailable until the free commits [J5]:
+	 * its chunks are loaded before the disk's bits change. */
+	int err = chunks_hold(a->map, start, len);
+	if (!err) {
+		err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
+				       len, false);
+		chunks_unhold(a->map);
+	}
 	if (!err)
 		err = journal_add_freed(h, start, len);
 	if (!err)
@@ -405,12 +357,8 @@ void alloc_release_freed(void *ctx, uint64_t start, uint32_t len)
 	if (!in_data_area(a, start, len))
 		return;
 	ordfs_mutex_lock(&a->lock);
-	for (uint64_t i = start; i < start + len; i++) {
-		if (bit_test(a->map, i)) {
-			bit_clear(a->map, i);
-			a->map_free++;
-		}
-	}
+	for (uint64_t i = start; i < start + len; i++)
+		a->map_free += chunks_clear(a->map, i);
 	a->pending_free -= len < a->pending_free ? len : a->pending_free;
 	ordfs_mutex_unlock(&a->lock);
 }
@@ -453,19 +401,19 @@ int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
 	/* The goal itself if free (keeps a directory's files together),
 	 * else onwards from where the last allocation ended: scanning from
 	 * the goal every time made creates O(inodes in use). */
-	uint64_t from = bit_test(a->imap, goal - 1) && a->inode_rotor > goal ? a->inode_rotor - 1
+	uint64_t from = chunks_test(a->imap, goal - 1) && a->inode_rotor > goal ? a->inode_rotor - 1
 									  : goal - 1;
-	uint64_t i = find_zero(a->imap, from, a->inode_count);
+	uint64_t i = chunks_find_zero(a->imap, from, a->inode_count);
 	if (i == a->inode_count)
-		i = find_zero(a->imap, ORDFS_FIRST_INO - 1, from);
-	if (i >= a->inode_count || i < ORDFS_FIRST_INO - 1 || bit_test(a->imap, i)) {
+		i = chunks_find_zero(a->imap, ORDFS_FIRST_INO - 1, from);
+	if (i >= a->inode_count || i < ORDFS_FIRST_INO - 1 || chunks_test(a->imap, i)) {
 		ordfs_mutex_unlock(&a->lock);
 		return -ENOSPC;
 	}
 	int err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, i, 1,
 				   true);
 	if (!err) {
-		bit_set(a->imap, i);
+		chunks_set(a->imap, i);
 		a->free_inodes--;
 		*ino = (uint32_t)i + 1;
 		a->inode_rotor = (uint32_t)i + 2;
@@ -482,7 +430,7 @@ int alloc_free_inode(struct alloc *a, struct handle *h, uint32_t ino)
 	int err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, ino - 1,
 				   1, false);
 	if (!err) {
-		bit_clear(a->imap, ino - 1);
+		chunks_clear(a->imap, ino - 1);
 		a->free_inodes++;
 	}
 	ordfs_mutex_unlock(&a->lock);
@@ -531,4 +479,21 @@ bool alloc_inode_in_use(struct alloc *a, uint32_t ino)
 	bool on = disk_bit_of(a, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, ino - 1);
 	ordfs_mutex_unlock(&a->lock);
 	return on;
+}
+
+void alloc_set_map_limit(struct alloc *a, size_t chunks)
+{
+	ordfs_mutex_lock(&a->lock);
+	chunks_set_max_loaded(a->map, chunks);
+	chunks_set_max_loaded(a->imap, chunks);
+	ordfs_mutex_unlock(&a->lock);
+}
+
+void alloc_get_map_use(struct alloc *a, struct alloc_map_use *out)
+{
+	ordfs_mutex_lock(&a->lock);
+	out->block_chunks_loaded = chunks_loaded(a->map);
+	out->inode_chunks_loaded = chunks_loaded(a->imap);
+	out->bytes = chunks_memory(a->map) + chunks_memory(a->imap);
+	ordfs_mutex_unlock(&a->lock);
 }

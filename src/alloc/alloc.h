@@ -99,6 +99,15 @@ struct alloc_counts {
 };
 void alloc_get_counts(struct alloc *a, struct alloc_counts *out);
 
+/* The bitmaps' memory (bitmap_chunks.h): chunks kept loaded at most, for
+ * both maps (tests); and what the maps use now. */
+void alloc_set_map_limit(struct alloc *a, size_t chunks);
+struct alloc_map_use {
+	size_t block_chunks_loaded, inode_chunks_loaded;
+	size_t bytes;
+};
+void alloc_get_map_use(struct alloc *a, struct alloc_map_use *out);
+
 /* Worst-case bitmap blocks one call can dirty, for handle credits. */
 uint32_t alloc_credits(const struct alloc *a, uint32_t nblocks);
 

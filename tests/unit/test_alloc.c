@@ -168,6 +168,81 @@ START_TEST(test_inode_alloc)
 }
 END_TEST
 
+/* The bitmaps are in memory a bitmap block at a time: with room for two
+ * chunks of each map, a filesystem of many chunks is filled, thinned and
+ * filled again through all the paths (claims, frees that wait for their
+ * commit, inodes), and every count stays what the checker finds. */
+START_TEST(test_map_chunks_dropped_and_loaded_again)
+{
+	struct test_fs t;
+	/* 1 KiB blocks: 8000 blocks per bitmap block, 40 MiB = 5+ chunks */
+	tfs_setup(&t, 40 << 20, 1024, 0);
+	struct alloc *a = t.fs->alloc;
+	alloc_set_map_limit(a, 2);
+	struct alloc_counts c0, c;
+	alloc_get_counts(a, &c0);
+
+	enum { RUNS = 60 };
+	uint64_t starts[RUNS];
+	uint32_t lens[RUNS];
+	for (int i = 0; i < RUNS; i++) {
+		struct handle *h = tfs_start(&t, 16);
+		/* goals spread over the whole image, so every chunk is used */
+		uint64_t goal = t.fs->sb.data_start + (uint64_t)i * 7919 % (40u << 10);
+		ck_assert_int_eq(alloc_blocks(a, h, goal, 300, 0, &starts[i], &lens[i]), 0);
+		tfs_stop(h);
+	}
+	struct alloc_map_use use;
+	alloc_get_map_use(a, &use);
+	ck_assert_uint_le(use.block_chunks_loaded, 2);
+	/* Free every other run: those blocks stay unavailable until the
+	 * commit, even when their chunk was dropped and loaded again. */
+	for (int i = 0; i < RUNS; i += 2) {
+		struct handle *h = tfs_start(&t, 16);
+		ck_assert_int_eq(alloc_free_blocks(a, h, starts[i], lens[i], 0), 0);
+		tfs_stop(h);
+	}
+	for (int i = 1; i < RUNS; i += 2) /* load other chunks meanwhile */
+		ck_assert(alloc_block_in_use(a, starts[i]));
+	uint64_t s2;
+	uint32_t g2;
+	for (int i = 0; i < RUNS; i += 2) {
+		ck_assert_int_eq(alloc_claim_blocks(a, starts[i], 1, 0, &s2, &g2), 0);
+		for (int k = 0; k < RUNS; k += 2)
+			ck_assert(s2 < starts[k] || s2 >= starts[k] + lens[k]); /* [J5] */
+		alloc_unclaim_blocks(a, s2, g2, 0);
+	}
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.pending_free, 0);
+	uint64_t used = 0;
+	for (int i = 1; i < RUNS; i += 2)
+		used += lens[i];
+	ck_assert_uint_eq(c.free_blocks, c0.free_blocks - used);
+	/* The freed runs are reusable now, wherever their chunks went. */
+	struct handle *h = tfs_start(&t, 16);
+	ck_assert_int_eq(alloc_blocks(a, h, starts[0], lens[0], 0, &s2, &g2), 0);
+	ck_assert_uint_eq(s2, starts[0]);
+	ck_assert_int_eq(alloc_free_blocks(a, h, s2, g2, 0), 0);
+	tfs_stop(h);
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	/* While frees waited for their commit their chunks could not go;
+	 * committed, every one can. */
+	alloc_set_map_limit(a, 2);
+	alloc_get_map_use(a, &use);
+	ck_assert_uint_le(use.block_chunks_loaded, 2);
+	for (int i = 1; i < RUNS; i += 2) { /* no file owns them: give them back */
+		h = tfs_start(&t, 16);
+		ck_assert_int_eq(alloc_free_blocks(a, h, starts[i], lens[i], 0), 0);
+		tfs_stop(h);
+	}
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.free_blocks, c0.free_blocks);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 static Suite *alloc_suite(void)
 {
 	Suite *s = suite_create("alloc");
@@ -178,6 +253,7 @@ static Suite *alloc_suite(void)
 	tcase_add_test(tc, test_reservations_and_enospc);
 	tcase_add_test(tc, test_contiguous_runs_and_goal);
 	tcase_add_test(tc, test_inode_alloc);
+	tcase_add_test(tc, test_map_chunks_dropped_and_loaded_again);
 	suite_add_tcase(s, tc);
 	return s;
 }

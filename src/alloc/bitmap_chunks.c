@@ -1,0 +1,339 @@
+/*
+ * bitmap_chunks.c - an on-disk bitmap in memory, a bitmap block at a time
+ * (bitmap_chunks.h says the rules).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bitmap_chunks.h"
+#include "../base/ordfs_assert.h"
+#include "../cache/bcache.h"
+#include "../format/endian_le.h"
+
+/* 64 MiB of loaded bits by default: every chunk of a 2 TiB image with
+ * 4 KiB blocks, a sixteenth of a 32 TiB one. */
+#define DEFAULT_MAX_LOADED_BYTES (64u << 20)
+
+enum chunk_state { CHUNK_DISK = 0, CHUNK_ALL_FREE, CHUNK_UNREADABLE };
+
+struct chunk {
+	uint64_t *bits;    /* NULL: not loaded */
+	uint32_t free;     /* clear bits inside the counted range */
+	uint8_t state;     /* where its bits come from (enum chunk_state) */
+};
+
+struct chunks {
+	struct chunks_config cfg;
+	uint32_t bits_per_chunk;
+	uint32_t words;            /* uint64_t words per chunk */
+	uint64_t nchunks;
+	struct chunk *v;
+	/* Loaded chunks, oldest first: a ring of ring_cap slots holding
+	 * `loaded` chunk numbers from ring_head on. */
+	uint64_t *ring;
+	size_t ring_cap, ring_head, loaded, max_loaded;
+	uint64_t *scratch;         /* one chunk's words, for comparisons */
+	bool holding;              /* chunks_hold: nothing is dropped */
+};
+
+static bool word_bit(const uint64_t *w, uint32_t bit)
+{
+	return (w[bit / 64] >> (bit % 64)) & 1;
+}
+
+/* The counted bits of chunk ci: [lo, hi) relative to the chunk. */
+static void counted_range(const struct chunks *m, uint64_t ci, uint32_t *lo, uint32_t *hi)
+{
+	uint64_t first = ci * m->bits_per_chunk, last = first + m->bits_per_chunk;
+	uint64_t from = m->cfg.count_from > first ? m->cfg.count_from : first;
+	uint64_t to = m->cfg.count_to < last ? m->cfg.count_to : last;
+	if (from >= to) {
+		*lo = *hi = 0;
+		return;
+	}
+	*lo = (uint32_t)(from - first);
+	*hi = (uint32_t)(to - first);
+}
+
+/* The bitmap block's bits (as words) into out, from its buffer. */
+static int read_block_bits(struct chunks *m, uint64_t ci, bool verify, uint64_t *out)
+{
+	struct buf *b;
+	uint64_t blockno = m->cfg.bitmap_start + ci;
+	int err = bcache_read(m->cfg.cache, blockno, &b);
+	if (err)
+		return err;
+	if (verify) {
+		err = ordfs_block_verify(b->data, m->cfg.block_size, m->cfg.csum_seed, m->cfg.type,
+					 blockno);
+	} else if (le_get32(b->data) != ORDFS_BLOCK_MAGIC || le_get16(b->data + 4) != m->cfg.type ||
+		   le_get64(b->data + 16) != blockno) {
+		/* A buffer the journal holds may carry a stale checksum in
+		 * memory: only its structure is checked once mounted. */
+		err = -EUCLEAN;
+	}
+	if (!err) {
+		for (uint32_t w = 0; w < m->words; w++)
+			out[w] = le_get64(b->data + ORDFS_BLOCK_HDR_SIZE + (size_t)w * 8);
+	}
+	bcache_put(m->cfg.cache, b);
+	return err;
+}
+
+static int ring_push(struct chunks *m, uint64_t ci)
+{
+	if (m->loaded == m->ring_cap) {
+		size_t cap = m->ring_cap ? m->ring_cap * 2 : 64;
+		uint64_t *r = malloc(cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		for (size_t k = 0; k < m->loaded; k++)
+			r[k] = m->ring[(m->ring_head + k) % m->ring_cap];
+		free(m->ring);
+		m->ring = r;
+		m->ring_cap = cap;
+		m->ring_head = 0;
+	}
+	m->ring[(m->ring_head + m->loaded) % m->ring_cap] = ci;
+	m->loaded++;
+	return 0;
+}
+
+static uint64_t ring_pop(struct chunks *m)
+{
+	ORDFS_ASSERT(m->loaded > 0);
+	uint64_t ci = m->ring[m->ring_head];
+	m->ring_head = (m->ring_head + 1) % m->ring_cap;
+	m->loaded--;
+	return ci;
+}
+
+/* Makes room for one more: drops the oldest loaded chunks whose bits
+ * equal their block's, until fewer than max_loaded are loaded or none of
+ * them can go. */
+static void shrink(struct chunks *m)
+{
+	size_t tries = m->holding ? 0 : m->loaded;
+	while (m->loaded >= m->max_loaded && tries-- > 0) {
+		uint64_t ci = ring_pop(m);
+		struct chunk *c = &m->v[ci];
+		bool same = c->state == CHUNK_DISK && read_block_bits(m, ci, false, m->scratch) == 0 &&
+			    memcmp(m->scratch, c->bits, (size_t)m->words * 8) == 0;
+		if (same) {
+			free(c->bits);
+			c->bits = NULL;
+		} else {
+			(void)ring_push(m, ci); /* the slot just freed: cannot fail */
+		}
+	}
+}
+
+/* The chunk's bits, loaded if need be; NULL if they cannot be had (an
+ * unreadable chunk, or no memory: both read as all in use). */
+static uint64_t *chunk_bits(struct chunks *m, uint64_t ci)
+{
+	struct chunk *c = &m->v[ci];
+	if (c->bits || c->state == CHUNK_UNREADABLE)
+		return c->bits;
+	shrink(m);
+	uint64_t *bits = malloc((size_t)m->words * 8);
+	if (!bits)
+		return NULL;
+	if (c->state == CHUNK_ALL_FREE) {
+		memset(bits, 0, (size_t)m->words * 8);
+	} else if (read_block_bits(m, ci, false, bits) != 0) {
+		/* Damaged or unreadable since the mount counted it: nothing
+		 * more comes out of it. */
+		free(bits);
+		c->state = CHUNK_UNREADABLE;
+		c->free = 0;
+		return NULL;
+	}
+	if (ring_push(m, ci) != 0) {
+		free(bits);
+		return NULL;
+	}
+	c->bits = bits;
+	return c->bits;
+}
+
+int chunks_create(const struct chunks_config *cfg, struct chunks **out, uint64_t *free_bits,
+		  uint64_t *bad_block, uint32_t *bad_count)
+{
+	struct chunks *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->cfg = *cfg;
+	m->bits_per_chunk = ordfs_bits_per_bitmap_block(cfg->block_size);
+	m->words = m->bits_per_chunk / 64;
+	ORDFS_ASSERT(m->words * 64 == m->bits_per_chunk);
+	m->nchunks = (cfg->nbits + m->bits_per_chunk - 1) / m->bits_per_chunk;
+	m->max_loaded = cfg->max_loaded ? cfg->max_loaded
+					: DEFAULT_MAX_LOADED_BYTES / ((size_t)m->words * 8);
+	m->v = calloc(m->nchunks ? m->nchunks : 1, sizeof(*m->v));
+	m->scratch = malloc((size_t)m->words * 8);
+	int err = m->v && m->scratch ? 0 : -ENOMEM;
+	*free_bits = 0;
+	for (uint64_t ci = 0; ci < m->nchunks && !err; ci++) {
+		struct chunk *c = &m->v[ci];
+		err = read_block_bits(m, ci, true, m->scratch);
+		if (err == -EUCLEAN || err == -EBADMSG) {
+			if (bad_block && (!bad_count || *bad_count == 0))
+				*bad_block = cfg->bitmap_start + ci;
+			if (!cfg->tolerant)
+				break;
+			if (bad_count)
+				(*bad_count)++;
+			c->state = CHUNK_ALL_FREE; /* reads as all free, as before */
+			memset(m->scratch, 0, (size_t)m->words * 8);
+			err = 0;
+		}
+		if (err)
+			break;
+		uint32_t lo, hi;
+		counted_range(m, ci, &lo, &hi);
+		for (uint32_t bit = lo; bit < hi; bit++)
+			c->free += !word_bit(m->scratch, bit);
+		*free_bits += c->free;
+	}
+	if (err) {
+		chunks_destroy(m);
+		return err;
+	}
+	*out = m;
+	return 0;
+}
+
+void chunks_destroy(struct chunks *m)
+{
+	if (!m)
+		return;
+	for (uint64_t ci = 0; m->v && ci < m->nchunks; ci++)
+		free(m->v[ci].bits);
+	free(m->v);
+	free(m->ring);
+	free(m->scratch);
+	free(m);
+}
+
+static bool in_counted(const struct chunks *m, uint64_t i)
+{
+	return i >= m->cfg.count_from && i < m->cfg.count_to;
+}
+
+bool chunks_test(struct chunks *m, uint64_t i)
+{
+	ORDFS_ASSERT(i < m->cfg.nbits);
+	uint64_t ci = i / m->bits_per_chunk;
+	uint64_t *bits = chunk_bits(m, ci);
+	return !bits || word_bit(bits, (uint32_t)(i % m->bits_per_chunk));
+}
+
+static bool change(struct chunks *m, uint64_t i, bool on)
+{
+	ORDFS_ASSERT(i < m->cfg.nbits);
+	uint64_t ci = i / m->bits_per_chunk;
+	uint64_t *bits = chunk_bits(m, ci);
+	if (!bits)
+		return false;
+	uint32_t bit = (uint32_t)(i % m->bits_per_chunk);
+	if (word_bit(bits, bit) == on)
+		return false;
+	if (on)
+		bits[bit / 64] |= 1ull << (bit % 64);
+	else
+		bits[bit / 64] &= ~(1ull << (bit % 64));
+	if (in_counted(m, i)) {
+		if (on) {
+			ORDFS_ASSERT(m->v[ci].free > 0);
+			m->v[ci].free--;
+		} else {
+			m->v[ci].free++;
+		}
+	}
+	return true;
+}
+
+bool chunks_set(struct chunks *m, uint64_t i)
+{
+	return change(m, i, true);
+}
+
+bool chunks_clear(struct chunks *m, uint64_t i)
+{
+	return change(m, i, false);
+}
+
+uint64_t chunks_find_zero(struct chunks *m, uint64_t from, uint64_t to)
+{
+	/* Skipping a chunk by its count is right only inside the counted
+	 * range. */
+	ORDFS_ASSERT(from >= to || (from >= m->cfg.count_from && to <= m->cfg.count_to));
+	uint64_t i = from;
+	while (i < to) {
+		uint64_t ci = i / m->bits_per_chunk;
+		uint64_t chunk_end = (ci + 1) * m->bits_per_chunk;
+		if (chunk_end > to)
+			chunk_end = to;
+		uint64_t *bits = m->v[ci].free ? chunk_bits(m, ci) : NULL;
+		if (!bits) {
+			i = chunk_end;
+			continue;
+		}
+		uint32_t bit = (uint32_t)(i % m->bits_per_chunk);
+		uint32_t end = (uint32_t)(chunk_end - ci * m->bits_per_chunk);
+		while (bit < end) {
+			if (bit % 64 == 0 && end - bit >= 64 && bits[bit / 64] == ~0ull) {
+				bit += 64;
+				continue;
+			}
+			if (!word_bit(bits, bit))
+				return ci * m->bits_per_chunk + bit;
+			bit++;
+		}
+		i = chunk_end;
+	}
+	return to;
+}
+
+int chunks_hold(struct chunks *m, uint64_t first, uint64_t n)
+{
+	ORDFS_ASSERT(!m->holding);
+	m->holding = true;
+	for (uint64_t ci = first / m->bits_per_chunk; n && ci <= (first + n - 1) / m->bits_per_chunk;
+	     ci++) {
+		if (!chunk_bits(m, ci)) {
+			m->holding = false;
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+void chunks_unhold(struct chunks *m)
+{
+	ORDFS_ASSERT(m->holding);
+	m->holding = false;
+}
+
+void chunks_set_max_loaded(struct chunks *m, size_t n)
+{
+	m->max_loaded = n ? n : 1;
+	/* Down to it now, as far as the chunks allow (shrink leaves room for
+	 * one more: ask for one more). */
+	m->max_loaded++;
+	shrink(m);
+	m->max_loaded--;
+}
+
+size_t chunks_loaded(const struct chunks *m)
+{
+	return m->loaded;
+}
+
+size_t chunks_memory(const struct chunks *m)
+{
+	return sizeof(*m) + m->nchunks * sizeof(struct chunk) + m->ring_cap * sizeof(uint64_t) +
+	       (m->loaded + 1) * (size_t)m->words * 8;
+}

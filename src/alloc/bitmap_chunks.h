@@ -1,0 +1,86 @@
+/*
+ * bitmap_chunks.h - the allocator's in-memory view of one on-disk bitmap,
+ * loaded a bitmap block at a time, so that memory follows use and not the
+ * size of the image.
+ *
+ * Owns: one "chunk" per bitmap block: its free count (always in memory,
+ * 16 bytes per chunk) and, while loaded, its bits.  A set bit means
+ * unavailable: in use on disk, or claimed, or freed by a transaction that
+ * has not committed (alloc.c decides; this file only keeps the bits).
+ *
+ * Rules:
+ *  - Every call is made with the allocator's lock held.
+ *  - A chunk is loaded from the bitmap block's buffer (through the buffer
+ *    cache, so it sees changes made under handles that have not been
+ *    written home yet) when a bit of it is first needed.
+ *  - At most max_loaded chunks stay loaded (more while held: chunks_hold).
+ *    A chunk is dropped only when
+ *    its bits equal its bitmap block's current bits (nothing claimed and
+ *    not marked, nothing freed and not released): loading it again gives
+ *    the same bits.  Chunks that differ stay, however many there are.
+ *  - A chunk that cannot be read (I/O error, damaged block after mount)
+ *    reads as all in use with no free bits: nothing is handed out of it.
+ *    At load time (chunks_create) a damaged block fails, or with
+ *    `tolerant` reads as all free, as the whole-map loader did.
+ *  - Free counts cover only the bits in [count_from, count_to) (the data
+ *    area for blocks).
+ */
+#ifndef ORDFS_ALLOC_BITMAP_CHUNKS_H
+#define ORDFS_ALLOC_BITMAP_CHUNKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../format/format.h"
+
+struct bcache;
+struct chunks;
+
+struct chunks_config {
+	struct bcache *cache;
+	uint64_t bitmap_start;       /* first bitmap block */
+	enum ordfs_block_type type;  /* ORDFS_BT_BLOCK_BITMAP or _INODE_BITMAP */
+	uint32_t block_size;
+	uint32_t csum_seed;
+	uint64_t nbits;
+	uint64_t count_from, count_to;
+	size_t max_loaded;           /* chunks kept loaded (0: a default) */
+	bool tolerant;
+};
+
+/* Reads every bitmap block once to count its free bits (keeping none of
+ * them loaded).  *bad_block: the first block that failed its checksum;
+ * *bad_count: how many (tolerant). */
+int chunks_create(const struct chunks_config *cfg, struct chunks **out, uint64_t *free_bits,
+		  uint64_t *bad_block, uint32_t *bad_count);
+void chunks_destroy(struct chunks *m);
+
+/* The bit's value (loads its chunk; an unreadable chunk reads as set). */
+bool chunks_test(struct chunks *m, uint64_t i);
+/* Set / clear one bit; returns whether it changed (false also when its
+ * chunk cannot be read). */
+bool chunks_set(struct chunks *m, uint64_t i);
+bool chunks_clear(struct chunks *m, uint64_t i);
+/* The first clear bit in [from, to), or `to`.  Skips chunks with no free
+ * bit in the counted range without loading them. */
+uint64_t chunks_find_zero(struct chunks *m, uint64_t from, uint64_t to);
+
+/* Loads the chunks of bits [first, first + n) and keeps every loaded
+ * chunk until chunks_unhold: for a change of the on-disk bits that the map
+ * must not follow (a freed block stays unavailable until its free
+ * commits), the map's chunks must be in memory before the disk's bits
+ * change, or a later load would read the new bits.  -EIO if one cannot be
+ * read (then nothing is held). */
+int chunks_hold(struct chunks *m, uint64_t first, uint64_t n);
+void chunks_unhold(struct chunks *m);
+
+/* Sets max_loaded and drops what it can down to it (tests: a small limit
+ * makes every path drop and load chunks again). */
+void chunks_set_max_loaded(struct chunks *m, size_t n);
+
+/* Chunks loaded now, and the bytes the map uses (for tests and stats). */
+size_t chunks_loaded(const struct chunks *m);
+size_t chunks_memory(const struct chunks *m);
+
+#endif
