@@ -537,11 +537,13 @@ int main(int argc, char **argv)
 		}
 	}
 
-	if (reopen && reopen_image(&o, &sb, &bd) != 0) {
-		finish_detach(verdict_fd, false);
-		goto out_unmount;
+	if (reopen) {
+		if (reopen_image(&o, &sb, &bd) != 0) {
+			finish_detach(verdict_fd, false);
+			goto out_unmount;
+		}
+		image_bd = bd; /* no test hooks over NBD: the same device */
 	}
-	image_bd = bd;
 	owned_image = image_bd;
 	owner_set_device(claim, image_bd);
 	if (claim && owner_start(claim) != 0) {
