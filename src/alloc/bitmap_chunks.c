@@ -8,12 +8,15 @@
 
 #include "bitmap_chunks.h"
 #include "../base/ordfs_assert.h"
+#include "../blockdev/blockdev.h"
 #include "../cache/bcache.h"
 #include "../format/endian_le.h"
 
 /* 64 MiB of loaded bits by default: every chunk of a 2 TiB image with
  * 4 KiB blocks, a sixteenth of a 32 TiB one. */
 #define DEFAULT_MAX_LOADED_BYTES (64u << 20)
+/* Bitmap blocks read in one request when counting at mount. */
+#define COUNT_RUN 256u
 
 enum chunk_state { CHUNK_DISK = 0, CHUNK_ALL_FREE, CHUNK_UNREADABLE };
 
@@ -175,9 +178,34 @@ int chunks_create(const struct chunks_config *cfg, struct chunks **out, uint64_t
 	m->scratch = malloc((size_t)m->words * 8);
 	int err = m->v && m->scratch ? 0 : -ENOMEM;
 	*free_bits = 0;
+	/* The blocks are read from the device in runs (one request per
+	 * COUNT_RUN blocks, which matters over a network), except those the
+	 * cache holds. */
+	uint8_t *run = err ? NULL : malloc((size_t)COUNT_RUN * cfg->block_size);
+	if (!err && !run)
+		err = -ENOMEM;
+	uint64_t run_first = 0, run_len = 0;
 	for (uint64_t ci = 0; ci < m->nchunks && !err; ci++) {
 		struct chunk *c = &m->v[ci];
-		err = read_block_bits(m, ci, true, m->scratch);
+		uint64_t blockno = cfg->bitmap_start + ci;
+		if (bcache_contains(cfg->cache, blockno)) {
+			err = read_block_bits(m, ci, true, m->scratch);
+		} else {
+			if (ci >= run_first + run_len) {
+				run_first = ci;
+				run_len = m->nchunks - ci < COUNT_RUN ? m->nchunks - ci : COUNT_RUN;
+				err = blockdev_read(bcache_device(cfg->cache), run,
+						    (size_t)run_len * cfg->block_size,
+						    blockno * cfg->block_size);
+				if (err)
+					break;
+			}
+			const uint8_t *data = run + (size_t)(ci - run_first) * cfg->block_size;
+			err = ordfs_block_verify(data, cfg->block_size, cfg->csum_seed, cfg->type,
+						 blockno);
+			for (uint32_t w = 0; !err && w < m->words; w++)
+				m->scratch[w] = le_get64(data + ORDFS_BLOCK_HDR_SIZE + (size_t)w * 8);
+		}
 		if (err == -EUCLEAN || err == -EBADMSG) {
 			if (bad_block && (!bad_count || *bad_count == 0))
 				*bad_block = cfg->bitmap_start + ci;
@@ -197,6 +225,7 @@ int chunks_create(const struct chunks_config *cfg, struct chunks **out, uint64_t
 			c->free += !word_bit(m->scratch, bit);
 		*free_bits += c->free;
 	}
+	free(run);
 	if (err) {
 		chunks_destroy(m);
 		return err;

@@ -89,6 +89,11 @@ uint32_t bcache_block_size(const struct bcache *c)
 	return c->block_size;
 }
 
+struct blockdev *bcache_device(const struct bcache *c)
+{
+	return c->bd;
+}
+
 static void lru_remove(struct bcache *c, struct buf *b)
 {
 	if (b->lru_prev)

@@ -71,6 +71,10 @@ int bcache_create(struct blockdev *bd, uint32_t block_size, uint64_t block_count
 void bcache_destroy(struct bcache *c);
 
 uint32_t bcache_block_size(const struct bcache *c);
+/* The device under the cache: for reading long runs of blocks once (the
+ * allocator's count at mount) where caching them would only evict others.
+ * A block the cache holds must be read through it (it may be newer). */
+struct blockdev *bcache_device(const struct bcache *c);
 
 /* Returns the buffer for blockno, read from the device if not cached.
  * -EIO/-errno from the read leaves nothing cached; -EINVAL if blockno is
