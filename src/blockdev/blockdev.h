@@ -42,6 +42,10 @@ struct blockdev_ops {
 	 * Access), without making other writes durable.  Only set where the
 	 * device does it natively (struct blockdev.fua). */
 	int (*write_fua)(struct blockdev *bd, const void *buf, size_t len, uint64_t off);
+	/* Optional: [off, off + len) reads as zeros from now on, without
+	 * sending the zeros (a hole punched in a file, BLKZEROOUT, NBD
+	 * WRITE_ZEROES).  Not durable until a flush, like a write. */
+	int (*write_zeroes)(struct blockdev *bd, uint64_t off, uint64_t len);
 };
 
 struct blockdev {
@@ -89,6 +93,10 @@ static inline int blockdev_discard(struct blockdev *bd, uint64_t off, uint64_t l
 		return -EROFS;
 	return bd->ops->discard ? bd->ops->discard(bd, off, len) : -EOPNOTSUPP;
 }
+
+/* Makes [off, off + len) read as zeros: the device's own way where it has
+ * one, else by writing zeros. */
+int blockdev_write_zeroes(struct blockdev *bd, uint64_t off, uint64_t len);
 
 /* Writes and makes that write durable: FUA where the device has it, else
  * a write and a flush. */

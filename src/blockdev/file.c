@@ -123,12 +123,26 @@ static int file_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 			 (off_t)len) == 0 ? 0 : -errno;
 }
 
+/* A hole reads as zeros (a device: BLKZEROOUT).  A file keeps its size. */
+static int file_write_zeroes(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	struct file_dev *f = to_file(bd);
+	if (f->is_device) {
+		uint64_t range[2] = { off, len };
+		return ioctl(f->fd, BLKZEROOUT, range) == 0 ? 0 : -EOPNOTSUPP;
+	}
+	if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+		return 0;
+	return errno == EOPNOTSUPP || errno == ENOSYS ? -EOPNOTSUPP : -errno;
+}
+
 static const struct blockdev_ops file_ops = {
 	.read = file_read,
 	.write = file_write,
 	.flush = file_flush,
 	.destroy = file_destroy,
 	.discard = file_discard,
+	.write_zeroes = file_write_zeroes,
 };
 
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)

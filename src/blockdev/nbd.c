@@ -72,7 +72,7 @@ struct nbd_dev {
 	unsigned flags;
 	unsigned timeout_ms;
 	uint64_t max_request;
-	bool can_flush, can_fua, can_trim;
+	bool can_flush, can_fua, can_trim, can_zero;
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;      /* a completion, a new connection, stop */
@@ -303,7 +303,7 @@ static void *poller_main(void *arg)
 
 /* ---- requests ---------------------------------------------------------- */
 
-enum nbd_op { OP_READ, OP_WRITE, OP_FLUSH, OP_TRIM };
+enum nbd_op { OP_READ, OP_WRITE, OP_FLUSH, OP_TRIM, OP_ZERO };
 
 static bool is_connection_loss(int err)
 {
@@ -325,6 +325,8 @@ static int64_t submit(struct nbd_conn *c, enum nbd_op op, void *buf, size_t len,
 		return nbd_aio_flush(c->h, cb, 0);
 	case OP_TRIM:
 		return nbd_aio_trim(c->h, len, off, cb, 0);
+	case OP_ZERO:
+		return nbd_aio_zero(c->h, len, off, cb, 0);
 	}
 	return -1;
 }
@@ -335,6 +337,7 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 		   uint32_t cmd_flags)
 {
 	uint64_t deadline = now_ms() + d->timeout_ms;
+	bool is_write = op == OP_WRITE || op == OP_ZERO || op == OP_TRIM;
 
 	mu_lock(d);
 	for (;;) {
@@ -345,7 +348,7 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 			break;
 
 		struct nbd_conn *c = d->conn;
-		struct nbd_wait w = { .dev = d, .conn = c, .is_write = op == OP_WRITE };
+		struct nbd_wait w = { .dev = d, .conn = c, .is_write = is_write };
 		c->refs++;
 		if (w.is_write)
 			c->writes_active++;
@@ -473,23 +476,33 @@ static int nbdev_flush(struct blockdev *bd)
 	return err;
 }
 
-static int nbdev_discard(struct blockdev *bd, uint64_t off, uint64_t len)
+/* Trim and zero carry no data: split only by the protocol's 32-bit
+ * length. */
+static int no_data_range(struct nbd_dev *d, enum nbd_op op, uint64_t off, uint64_t len)
 {
-	struct nbd_dev *d = to_nbd(bd);
-	if (!d->can_trim)
-		return -EOPNOTSUPP;
-	if (off > bd->size || len > bd->size - off)
+	if (off > d->bd.size || len > d->bd.size - off)
 		return -EIO;
-	/* Trim carries no data: split only by the protocol's 32-bit length. */
 	while (len > 0) {
 		uint64_t n = len > (1ull << 30) ? (1ull << 30) : len;
-		int err = request(d, OP_TRIM, NULL, (size_t)n, off, 0);
+		int err = request(d, op, NULL, (size_t)n, off, 0);
 		if (err)
 			return err;
 		off += n;
 		len -= n;
 	}
 	return 0;
+}
+
+static int nbdev_discard(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	struct nbd_dev *d = to_nbd(bd);
+	return d->can_trim ? no_data_range(d, OP_TRIM, off, len) : -EOPNOTSUPP;
+}
+
+static int nbdev_write_zeroes(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	struct nbd_dev *d = to_nbd(bd);
+	return d->can_zero ? no_data_range(d, OP_ZERO, off, len) : -EOPNOTSUPP;
 }
 
 static void nbdev_destroy(struct blockdev *bd)
@@ -526,6 +539,7 @@ static const struct blockdev_ops nbd_ops = {
 	.destroy = nbdev_destroy,
 	.discard = nbdev_discard,
 	.write_fua = nbdev_write_fua,
+	.write_zeroes = nbdev_write_zeroes,
 };
 
 /* ---- opening ------------------------------------------------------------ */
@@ -577,6 +591,7 @@ int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 	d->can_flush = nbd_can_flush(h) == 1;
 	d->can_fua = d->can_flush && nbd_can_fua(h) == 1 && !(flags & BLOCKDEV_NO_FUA);
 	d->can_trim = nbd_can_trim(h) == 1;
+	d->can_zero = nbd_can_zero(h) == 1;
 	d->bd.fua = d->can_fua;
 	int64_t max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
 	d->max_request = max > 0 && max < NBD_MAX_REQUEST ? (uint64_t)max : NBD_MAX_REQUEST;

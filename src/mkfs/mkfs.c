@@ -8,10 +8,11 @@
  *  - Plan, validate with ordfs_super_check_geometry(), then write.  The plan
  *    is pure apart from the clock and random bytes: nothing is written.
  *  - Write order: the old superblocks (block 0 and the last block) are
- *    destroyed first, then the metadata areas [1, data_start) are written in
- *    full (zeros where nothing lives, so the host allocates them now and a
- *    commit never has to), then a flush, then the superblocks, then a flush.
- *    So an image whose mkfs stopped half way never looks valid.
+ *    destroyed first, then the metadata areas [1, data_start) are written
+ *    (the journal superblock, the bitmaps and the root inode's block; the
+ *    rest of the journal and of the inode table is zeroed the device's
+ *    way: blockdev_write_zeroes), then a flush, then the superblocks, then
+ *    a flush.  So an image whose mkfs stopped half way never looks valid.
  *  - lost+found is created through the ordinary mount/mkdir/unmount path;
  *    mkfs knows nothing about directory blocks.
  *  - Every on-disk field goes through the format.h encoders or le_put*.
@@ -429,6 +430,34 @@ static int destroy_old_supers(struct blockdev *bd, const struct ordfs_super *sb)
 	return err;
 }
 
+/* The metadata areas [1, data_start): the journal superblock, the bitmaps
+ * and the root inode's block are written; the rest of the journal and of
+ * the inode table are made to read as zeros the device's own way (a hole,
+ * WRITE_ZEROES), so a big image does not get its whole inode table sent
+ * as zeros (a 16 TiB image has 256 GiB of it). */
+static int write_metadata_areas(struct blockdev *bd, const struct ordfs_super *sb)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	struct area_writer meta = { .sb = sb, .block_size = bs, .fill = fill_metadata_block };
+	uint64_t root_block;
+	uint32_t root_off;
+	ordfs_inode_location(sb, ORDFS_ROOT_INO, &root_block, &root_off);
+
+	int err = write_area(bd, &meta, sb->journal_start, 1);
+	if (!err && sb->journal_blocks > 1)
+		err = blockdev_write_zeroes(bd, (sb->journal_start + 1) * bs,
+					    (uint64_t)(sb->journal_blocks - 1) * bs);
+	if (!err)
+		err = write_area(bd, &meta, sb->block_bitmap_start,
+				 sb->inode_table_start - sb->block_bitmap_start);
+	if (!err)
+		err = blockdev_write_zeroes(bd, sb->inode_table_start * bs,
+					    (uint64_t)sb->inode_table_blocks * bs);
+	if (!err)
+		err = write_area(bd, &meta, root_block, 1);
+	return err;
+}
+
 static int create_lost_found(struct blockdev *bd, const char **why)
 {
 	struct ordfs_options opts;
@@ -484,8 +513,7 @@ int ordfs_mkfs_write(struct blockdev *bd, const struct ordfs_super *sb, const ch
 		*why = "cannot write to the device";
 		return err;
 	}
-	struct area_writer meta = { .sb = sb, .block_size = bs, .fill = fill_metadata_block };
-	err = write_area(bd, &meta, 1, sb->data_start - 1);
+	err = write_metadata_areas(bd, sb);
 	if (!err)
 		err = blockdev_flush(bd);
 	if (!err)

@@ -573,10 +573,18 @@ static int prepare_file(const struct mkfs_options *o, const struct target *t, bo
 }
 
 /* Asks the host to allocate the metadata areas now (regular files), so a
- * later commit never fails or stalls allocating host space. */
+ * later commit never fails or stalls allocating host space: all of them up
+ * to the inode table, and at most PREALLOC_INODE_TABLE of that (a 16 TiB
+ * image has 256 GiB of inode table, most of which may never be used: the
+ * rest is allocated by the host as inodes are written). */
+#define PREALLOC_INODE_TABLE (1ull << 30)
 static int preallocate_metadata(struct blockdev *bd, const struct ordfs_super *sb)
 {
-	off_t len = (off_t)(sb->data_start * ordfs_block_size(sb));
+	uint64_t bs = ordfs_block_size(sb);
+	uint64_t table = (uint64_t)sb->inode_table_blocks * bs;
+	if (table > PREALLOC_INODE_TABLE)
+		table = PREALLOC_INODE_TABLE;
+	off_t len = (off_t)(sb->inode_table_start * bs + table);
 	if (fallocate(blockdev_file_fd(bd), 0, 0, len) < 0 && errno != EOPNOTSUPP &&
 	    errno != ENOSYS)
 		return -errno;
@@ -602,15 +610,16 @@ static int write_filesystem(const struct mkfs_options *o, const struct target *t
 			 claim_why, sizeof(claim_why));
 	if (err)
 		why = claim_why;
-	if (!err && !t->is_blockdev) {
-		err = preallocate_metadata(bd, sb);
-		if (err)
-			why = "cannot allocate space for the metadata areas";
-	}
 	bool written = false;
 	if (!err) {
 		err = ordfs_mkfs_write(bd, sb, &why);
 		written = true;
+	}
+	/* After the write: zeroing may have punched holes in them. */
+	if (!err && !t->is_blockdev) {
+		err = preallocate_metadata(bd, sb);
+		if (err)
+			why = "cannot allocate space for the metadata areas";
 	}
 	if (written)
 		owner_release(claim);
