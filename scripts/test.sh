@@ -87,9 +87,10 @@ run_suite() { # run_suite NAME DIR MESON_OPTION...
 	fi
 }
 
-# ThreadSanitizer: the unit and mounted tests (the programs with threads:
-# the commit and writeback threads, the daemon's workers), the daemons the
-# mounted tests start included.  Every program writes its reports to one
+# ThreadSanitizer: the unit, mounted and nbd tests (the programs with
+# threads: the commit and writeback threads, the daemon's workers, the NBD
+# backend's poller and the owner record's heartbeat), the daemons the
+# mounted and nbd tests start included.  Every program writes its reports to one
 # folder, and any report fails the suite, also from a daemon killed on
 # purpose or one that detached (its exit status is not seen); a process
 # with a report also exits 66.  Left out: the crash harness and the cli
@@ -106,7 +107,7 @@ run_tsan_suite() {
 	TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 log_path=$reports/report suppressions=$(pwd)/tests/tsan.supp" \
 		ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} ORDFS_TEST_SWEEP_STRIDE=${ORDFS_TEST_SWEEP_STRIDE:-4} \
 		CK_TIMEOUT_MULTIPLIER=4 \
-		TEST_ARGS="--suite unit --suite mounted --no-suite corruption --timeout-multiplier 3" \
+		TEST_ARGS="--suite unit --suite mounted --suite nbd --no-suite corruption --timeout-multiplier 3" \
 		CC=clang run_suite tsan "$TSAN_BUILD_DIR" -Db_sanitize=thread -Db_lundef=false || true
 	if [ -n "$(ls -A "$reports")" ]; then
 		echo "=== tsan: $(ls "$reports" | wc -l) program(s) reported data races:"
