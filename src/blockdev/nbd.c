@@ -201,6 +201,12 @@ static void conn_kill_locked(struct nbd_dev *d, struct nbd_conn *c)
 	pthread_cond_broadcast(&d->cv);
 }
 
+static bool is_connection_loss(int err)
+{
+	return err == ENOTCONN || err == ESHUTDOWN || err == ECONNRESET || err == EPIPE ||
+	       err == ECONNABORTED;
+}
+
 static int on_complete(void *user_data, int *error)
 {
 	struct nbd_wait *w = user_data;
@@ -211,6 +217,8 @@ static int on_complete(void *user_data, int *error)
 		w->conn->writes_active--;
 		if (!*error)
 			w->conn->writes_acked++;
+		else if (is_connection_loss(*error))
+			d->lost_writes = true; /* it may have landed, in part, unflushed */
 	}
 	w->done = true;
 	pthread_cond_broadcast(&d->cv);
@@ -305,11 +313,6 @@ static void *poller_main(void *arg)
 
 enum nbd_op { OP_READ, OP_WRITE, OP_FLUSH, OP_TRIM, OP_ZERO };
 
-static bool is_connection_loss(int err)
-{
-	return err == ENOTCONN || err == ESHUTDOWN || err == ECONNRESET || err == EPIPE ||
-	       err == ECONNABORTED;
-}
 
 static int64_t submit(struct nbd_conn *c, enum nbd_op op, void *buf, size_t len, uint64_t off,
 		      uint32_t cmd_flags, struct nbd_wait *w)
@@ -570,7 +573,7 @@ int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 	} else if (!(flags & BLOCKDEV_READONLY) && nbd_can_flush(h) != 1 &&
 		   !(flags & BLOCKDEV_NO_FLUSH_OK)) {
 		snprintf(why, why_len, "the NBD server cannot flush (no NBD_CMD_FLUSH): nothing "
-			 "written could be made durable; -o nobarrier accepts that");
+			 "written could be made durable (a mount with -o nobarrier accepts that)");
 		err = -EOPNOTSUPP;
 	}
 	struct nbd_dev *d = err ? NULL : calloc(1, sizeof(*d));
