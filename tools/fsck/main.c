@@ -271,6 +271,30 @@ static int replay(struct blockdev *view, const struct ordfs_super *sb,
 	return 1;
 }
 
+/* After a clean check of an image left by a crash (its journal replayed
+ * now): the superblock says so, as e2fsck leaves it: clean, no recovery
+ * pending, the free counts the check found. */
+static int mark_clean(struct blockdev *bd, const struct check_result *res)
+{
+	struct ordfs_super sb;
+	const char *why;
+	int err = ordfs_read_super(bd, false, &sb, &why);
+	if (err)
+		return err;
+	if ((sb.state & ORDFS_STATE_CLEAN) && !(sb.feature_incompat & ORDFS_FEATURE_INCOMPAT_RECOVER))
+		return 0;
+	/* Orphans are for the next mount to finish (it truncates and frees
+	 * them): an image with some is not clean. */
+	if (journal_needs_recovery(bd, &sb) != 0 || sb.orphan_head != 0)
+		return 0;
+	sb.state |= ORDFS_STATE_CLEAN;
+	sb.feature_incompat &= ~ORDFS_FEATURE_INCOMPAT_RECOVER;
+	sb.free_blocks = sb.block_count - res->blocks_used;
+	sb.free_inodes = sb.inode_count - (uint32_t)res->inodes_used - 1;
+	err = ordfs_write_super(bd, &sb, true);
+	return err ? err : blockdev_flush(bd);
+}
+
 int main(int argc, char **argv)
 {
 	struct fsck_opts o;
@@ -375,6 +399,8 @@ int main(int argc, char **argv)
 		err = ordfs_clear_error_state(bd, &cleared);
 		if (cleared)
 			printf("%s: recorded error state cleared\n", o.image);
+		if (!err)
+			err = mark_clean(bd, &res);
 	}
 	bool error_left = false;
 	if (!err && o.readonly) {
