@@ -46,6 +46,9 @@ struct blockdev_ops {
 	 * sending the zeros (a hole punched in a file, BLKZEROOUT, NBD
 	 * WRITE_ZEROES).  Not durable until a flush, like a write. */
 	int (*write_zeroes)(struct blockdev *bd, uint64_t off, uint64_t len);
+	/* Optional: the first offset >= off that may hold data; everything
+	 * in [off, that) reads as zeros (SEEK_DATA in an image file). */
+	uint64_t (*next_data)(struct blockdev *bd, uint64_t off);
 };
 
 struct blockdev {
@@ -92,6 +95,13 @@ static inline int blockdev_discard(struct blockdev *bd, uint64_t off, uint64_t l
 	if (blockdev_fenced(bd))
 		return -EROFS;
 	return bd->ops->discard ? bd->ops->discard(bd, off, len) : -EOPNOTSUPP;
+}
+
+/* The first offset >= off that may hold data: [off, result) is known to
+ * read as zeros.  off itself where the device cannot tell. */
+static inline uint64_t blockdev_next_data(struct blockdev *bd, uint64_t off)
+{
+	return bd->ops->next_data && off < bd->size ? bd->ops->next_data(bd, off) : off;
 }
 
 /* Makes [off, off + len) read as zeros: the device's own way where it has

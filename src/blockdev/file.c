@@ -136,6 +136,17 @@ static int file_write_zeroes(struct blockdev *bd, uint64_t off, uint64_t len)
 	return errno == EOPNOTSUPP || errno == ENOSYS ? -EOPNOTSUPP : -errno;
 }
 
+static uint64_t file_next_data(struct blockdev *bd, uint64_t off)
+{
+	struct file_dev *f = to_file(bd);
+	if (f->is_device)
+		return off;
+	off_t next = lseek(f->fd, (off_t)off, SEEK_DATA);
+	if (next < 0)
+		return errno == ENXIO ? bd->size : off; /* ENXIO: no data after off */
+	return (uint64_t)next < off ? off : (uint64_t)next;
+}
+
 static const struct blockdev_ops file_ops = {
 	.read = file_read,
 	.write = file_write,
@@ -143,6 +154,7 @@ static const struct blockdev_ops file_ops = {
 	.destroy = file_destroy,
 	.discard = file_discard,
 	.write_zeroes = file_write_zeroes,
+	.next_data = file_next_data,
 };
 
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)

@@ -507,6 +507,13 @@ static int guard_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 	return blockdev_discard(to_guard(bd)->inner, off, len);
 }
 
+/* Passed on: every write the guard accepts is on the device already (the
+ * copies it keeps are of bytes written there). */
+static uint64_t guard_next_data(struct blockdev *bd, uint64_t off)
+{
+	return blockdev_next_data(to_guard(bd)->inner, off);
+}
+
 static const struct blockdev_ops guard_ops = {
 	.read = guard_read,
 	.write = guard_write,
@@ -514,6 +521,7 @@ static const struct blockdev_ops guard_ops = {
 	.destroy = guard_destroy,
 	.discard = guard_discard,
 	.write_fua = guard_write_fua,
+	.next_data = guard_next_data,
 };
 
 int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *cfg,
