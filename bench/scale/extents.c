@@ -14,7 +14,9 @@
  * field: 0 = all extents in the inode), the number of tree blocks per
  * level, the number of extents (leaf records), the data blocks they map,
  * the lowest and highest physical block mapped, and the highest block as
- * a fraction of block_count.
+ * a fraction of block_count.  For a directory also the root of its
+ * B+tree: leaf or index, its records, and how many blocks a lookup reads
+ * (the index levels + the leaf).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +63,7 @@ enum { MAX_DEPTH = 16, NODE_MAGIC = 0xf30a, HDR = 24, NODE_HDR = 8, REC = 24 };
 static uint32_t bs;
 static uint64_t nodes_at[MAX_DEPTH + 1];
 static uint64_t extents, mapped, unwritten, pmin = UINT64_MAX, pmax, lmax;
+static uint64_t first_pblk; /* physical block of logical block 0, 0 = unmapped */
 
 /* Walks the node at p (node header first); depth_expected guards loops. */
 static void walk(const uint8_t *p, unsigned depth_expected, uint8_t *scratch_levels)
@@ -77,6 +80,8 @@ static void walk(const uint8_t *p, unsigned depth_expected, uint8_t *scratch_lev
 			uint64_t l = get64(r), pb = get64(r + 8);
 			uint32_t len = get32(r + 16), flags = get32(r + 20);
 			extents++;
+			if (l == 0)
+				first_pblk = pb;
 			mapped += len;
 			if (flags & 1)
 				unwritten += len;
@@ -92,6 +97,20 @@ static void walk(const uint8_t *p, unsigned depth_expected, uint8_t *scratch_lev
 			walk(blk + HDR, depth - 1, scratch_levels);
 		}
 	}
+}
+
+/* A directory's B+tree: logical block 0 is its root (FORMAT.md,
+ * "Directories"); a lookup reads one block per level down to a leaf. */
+static void print_dir_root(uint8_t *blk, uint64_t pblk)
+{
+	read_at(blk, bs, pblk * bs);
+	unsigned type = get16(blk + 4), count = get16(blk + 24), level = get16(blk + 26);
+	if (type == 5)
+		printf(" dir_root=index dir_root_records=%u dir_lookup_blocks=%u", count, level + 1);
+	else if (type == 4)
+		printf(" dir_root=leaf dir_root_records=%u dir_lookup_blocks=1", count);
+	else
+		printf(" dir_root=type%u", type);
 }
 
 int main(int argc, char **argv)
@@ -139,6 +158,8 @@ int main(int argc, char **argv)
 	if (extents)
 		printf(" pmin=%" PRIu64 " pmax=%" PRIu64 " pmax_frac=%.6f lmax=%" PRIu64, pmin,
 		       pmax, (double)pmax / (double)block_count, lmax);
+	if ((get16(inode) & 0170000) == 0040000 && first_pblk)
+		print_dir_root(scratch, first_pblk);
 	printf("\n");
 	free(scratch);
 	if (nbd) {
