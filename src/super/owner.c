@@ -301,37 +301,36 @@ void owner_abandon(struct owner_claim *c)
 	free(c);
 }
 
-void owner_release(struct owner_claim *c)
+/* Stops the heartbeat and, if the record is still ours (not lost to
+ * another claimer), writes sector over it and flushes; frees c. */
+static void finish(struct owner_claim *c, const uint8_t sector[ORDFS_OWNER_SIZE])
 {
-	if (!c)
-		return;
-	stop(c);
-	struct ordfs_owner rec;
-	bool valid;
-	/* Only our own record is freed: after a lost claim it is another's. */
-	if (!c->lost && c->bd && read_record(c->bd, &rec, &valid) == 0 && valid &&
-	    rec.nonce == c->rec.nonce) {
-		c->rec.state = ORDFS_OWNER_FREE;
-		c->rec.seq++;
-		c->rec.time = (uint64_t)time(NULL);
-		if (write_record(c->bd, &c->rec) == 0)
-			(void)blockdev_flush(c->bd);
-	}
-	owner_abandon(c);
-}
-
-void owner_undo(struct owner_claim *c)
-{
-	if (!c)
-		return;
 	stop(c);
 	struct ordfs_owner rec;
 	bool valid;
 	if (!c->lost && c->bd && read_record(c->bd, &rec, &valid) == 0 && valid &&
 	    rec.nonce == c->rec.nonce &&
-	    blockdev_write(c->bd, c->before, sizeof(c->before), record_off(c->bd)) == 0)
+	    blockdev_write(c->bd, sector, ORDFS_OWNER_SIZE, record_off(c->bd)) == 0)
 		(void)blockdev_flush(c->bd);
 	owner_abandon(c);
+}
+
+void owner_release(struct owner_claim *c)
+{
+	if (!c)
+		return;
+	uint8_t raw[ORDFS_OWNER_SIZE];
+	c->rec.state = ORDFS_OWNER_FREE;
+	c->rec.seq++;
+	c->rec.time = (uint64_t)time(NULL);
+	ordfs_owner_encode(&c->rec, raw);
+	finish(c, raw);
+}
+
+void owner_undo(struct owner_claim *c)
+{
+	if (c)
+		finish(c, c->before);
 }
 
 int owner_describe(struct blockdev *bd, bool *held, char *why, size_t why_len)

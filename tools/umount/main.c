@@ -104,59 +104,52 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Waits until the daemon has closed the image: its flock can be taken. */
-static int wait_closed(int fd, const char *image, bool verbose)
+/* What the helper waits for: the daemon has let go of the image.  Returns
+ * 1 when it has, 0 not yet, or a negative errno (cannot tell). */
+struct release_check {
+	int fd;              /* an image file: its flock can be taken */
+	struct blockdev *nbd; /* an NBD export: its owner record is free */
+};
+
+static int released(const struct release_check *r)
 {
-	const char *env = getenv("ORDFS_UMOUNT_TIMEOUT");
-	double limit = env && *env ? strtod(env, NULL) : 600.0;
-	double start = now();
-	bool told = false;
-	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR) {
-			fprintf(stderr, "%s: %s: cannot wait for the daemon: %s\n", prog, image,
-				strerror(errno));
-			return EXIT_FAIL;
-		}
-		double waited = now() - start;
-		if (waited > limit) {
-			fprintf(stderr, "%s: %s: unmounted, but the ordfs daemon still has the image "
-				"open after %.0f s\n", prog, image, waited);
-			return EXIT_FAIL;
-		}
-		if (!told && (verbose || waited > 2.0)) {
-			fprintf(stderr, "%s: waiting for the ordfs daemon to write back and close %s\n",
-				prog, image);
-			told = true;
-		}
-		usleep(10000);
+	if (r->nbd) {
+		bool held = false;
+		char who[256];
+		int err = owner_describe(r->nbd, &held, who, sizeof(who));
+		if (err)
+			return err;
+		/* a holder of this host that has exited let go too */
+		return !held || !owner_holder_runs(r->nbd);
 	}
-	flock(fd, LOCK_UN);
-	return 0;
+	if (flock(r->fd, LOCK_EX | LOCK_NB) == 0) {
+		flock(r->fd, LOCK_UN);
+		return 1;
+	}
+	return errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
 }
 
-/* Waits until the daemon has let go of an NBD export: its owner record is
- * free (or its holder, a process of this host, has exited). */
-static int wait_released(struct blockdev *bd, const char *image, bool verbose)
+/* Waits until the daemon has written everything back and let go of the
+ * image, at most ORDFS_UMOUNT_TIMEOUT seconds. */
+static int wait_released(const struct release_check *r, const char *image, bool verbose)
 {
 	const char *env = getenv("ORDFS_UMOUNT_TIMEOUT");
 	double limit = env && *env ? strtod(env, NULL) : 600.0;
 	double start = now();
 	bool told = false;
 	for (;;) {
-		bool held = false;
-		char who[256];
-		int err = owner_describe(bd, &held, who, sizeof(who));
-		if (err) {
+		int done = released(r);
+		if (done < 0) {
 			fprintf(stderr, "%s: %s: cannot wait for the daemon: %s\n", prog, image,
-				strerror(-err));
+				strerror(-done));
 			return EXIT_FAIL;
 		}
-		if (!held || !owner_holder_runs(bd))
+		if (done)
 			return 0;
 		double waited = now() - start;
 		if (waited > limit) {
 			fprintf(stderr, "%s: %s: unmounted, but the ordfs daemon still holds the "
-				"export after %.0f s\n", prog, image, waited);
+				"image after %.0f s\n", prog, image, waited);
 			return EXIT_FAIL;
 		}
 		if (!told && (verbose || waited > 2.0)) {
@@ -164,7 +157,7 @@ static int wait_released(struct blockdev *bd, const char *image, bool verbose)
 				prog, image);
 			told = true;
 		}
-		usleep(20000);
+		usleep(10000);
 	}
 }
 
@@ -277,8 +270,8 @@ int main(int argc, char **argv)
 					"not waiting\n", prog, others, others == 1 ? "" : "s",
 					image, dev, others == 1 ? "s" : "");
 		} else {
-			status = nbd ? wait_released(nbd, image, verbose)
-				     : wait_closed(fd, image, verbose);
+			struct release_check r = { fd, nbd };
+			status = wait_released(&r, image, verbose);
 		}
 	}
 	if (fd >= 0)
