@@ -74,12 +74,17 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, con
 	return crc;
 }
 
+/* Asked once; threads that race on the first call store the same answer
+ * (relaxed atomics: any thread may be first). */
 static bool have_sse42(void)
 {
 	static int cached = -1;
-	if (cached < 0)
-		cached = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-	return cached == 1;
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (v < 0) {
+		v = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v == 1;
 }
 #endif
 

@@ -238,11 +238,18 @@ START_TEST(test_heartbeat_notices_a_second_claimer)
 }
 END_TEST
 
-/* Plays a second claimer whose write lands while the first settles. */
+/* Plays a second claimer whose write lands while the first settles: it
+ * waits until the first claim is on the device, then writes its own. */
 static void *racer_main(void *arg)
 {
 	struct blockdev *bd = arg;
-	usleep(100 * 1000);
+	struct ordfs_owner seen;
+	for (int i = 0; i < 5000; i++) {
+		if (read_rec(bd, &seen) && seen.pid == (uint32_t)getpid() &&
+		    seen.state == ORDFS_OWNER_HELD)
+			break;
+		usleep(1000);
+	}
 	struct ordfs_owner r = foreign(77, "another-host.example");
 	r.nonce = 0xbeef;
 	write_rec(bd, &r);
@@ -257,7 +264,7 @@ START_TEST(test_racing_claimer_loses_on_read_back)
 	struct owner_claim *c;
 	char why[256];
 	struct owner_opts o = plain;
-	o.settle_ms = 300;
+	o.settle_ms = 1000;
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, racer_main, bd), 0);
 	ck_assert_int_eq(owner_claim(bd, &o, &c, why, sizeof(why)), -EBUSY);
