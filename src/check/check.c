@@ -23,6 +23,18 @@
 
 #include "check_internal.h"
 
+struct inode_info *info_mut(struct checker *c, uint32_t ino)
+{
+	static struct inode_info scratch;
+	struct inode_info **page = &c->info_pages[ino / INFO_PAGE];
+	if (!*page && !(*page = calloc(INFO_PAGE, sizeof(**page)))) {
+		c->info_oom = true;
+		memset(&scratch, 0, sizeof(scratch));
+		return &scratch;
+	}
+	return &(*page)[ino % INFO_PAGE];
+}
+
 static const char *const problem_names[] = {
 	[CHK_SUPER] = "superblock",
 	[CHK_JOURNAL_NOT_EMPTY] = "journal-needs-replay",
@@ -115,9 +127,10 @@ int ordfs_check(struct blockdev *bd, struct check_result *res)
 			goto out;
 		}
 	}
-	c.info = calloc((size_t)fs->sb.inode_count + 1, sizeof(*c.info));
+	c.info_npages = fs->sb.inode_count / INFO_PAGE + 1;
+	c.info_pages = calloc(c.info_npages, sizeof(*c.info_pages));
 	c.blocks = calloc((fs->sb.block_count + 7) / 8, 1);
-	if (!c.info || !c.blocks) {
+	if (!c.info_pages || !c.blocks) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -129,8 +142,12 @@ int ordfs_check(struct blockdev *bd, struct check_result *res)
 		passes[p](&c);
 		progress(&c, p + 1, 1, 1);
 	}
+	if (c.info_oom)
+		err = -ENOMEM;
 out:
-	free(c.info);
+	for (uint32_t i = 0; c.info_pages && i < c.info_npages; i++)
+		free(c.info_pages[i]);
+	free(c.info_pages);
 	free(c.blocks);
 	ordfs_unmount(fs);
 	return err;

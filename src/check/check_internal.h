@@ -36,7 +36,13 @@ struct checker {
 	struct ordfs *fs;
 	struct check_result *res;
 	struct check_findings *fx; /* NULL unless a repair asked */
-	struct inode_info *info; /* index: inode number */
+	/* What pass 1 found per inode, in pages of INFO_PAGE inodes
+	 * allocated for the pages that hold an inode in use: memory follows
+	 * the inodes in use, not the inode count (2^30 on a 16 TiB image:
+	 * 28 GiB as one array).  info_get / info_mut. */
+	struct inode_info **info_pages;
+	uint32_t info_npages;
+	bool info_oom;           /* a page could not be allocated */
 	uint8_t *blocks;         /* bit per block: found in use */
 	uint64_t blocks_found;
 	/* per-inode walk state */
@@ -45,6 +51,20 @@ struct checker {
 	uint64_t cur_blocks, cur_last_lblk;
 	bool cur_has_blocks;
 };
+
+#define INFO_PAGE 4096u
+
+/* The record of inode ino (all zeros where nothing was recorded). */
+static inline const struct inode_info *info_get(const struct checker *c, uint32_t ino)
+{
+	static const struct inode_info none;
+	const struct inode_info *page = c->info_pages[ino / INFO_PAGE];
+	return page ? &page[ino % INFO_PAGE] : &none;
+}
+
+/* The record of inode ino, to change (its page allocated if need be; out
+ * of memory: a scratch record, and info_oom makes the check fail). */
+struct inode_info *info_mut(struct checker *c, uint32_t ino);
 
 /* Counts and reports one problem (printf-style message). */
 void problem(struct checker *c, enum check_problem code, const char *fmt, ...)

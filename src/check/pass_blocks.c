@@ -161,7 +161,7 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 void pass_blocks(struct checker *c)
 {
 	for (uint32_t ino = 1; ino <= c->fs->sb.inode_count; ino++) {
-		if (!c->info[ino].in_use)
+		if (!info_get(c, ino)->in_use)
 			continue;
 		struct inode *inode;
 		if (inode_get(c->fs, ino, &inode) != 0)

@@ -29,13 +29,13 @@ static int entry_cb(void *ctx, const char *name, size_t len, uint32_t ino, uint8
 	struct checker *c = w->c;
 	int nlen = len > 64 ? 64 : (int)len;
 
-	if (ino == 0 || ino > c->fs->sb.inode_count || !c->info[ino].in_use) {
+	if (ino == 0 || ino > c->fs->sb.inode_count || !info_get(c, ino)->in_use) {
 		problem(c, CHK_DIR_ENTRY, "dir %u: entry '%.*s' points at free inode %u", w->dir,
 			nlen, name, ino);
 		fx_entry(c, false, w->dir, name, len, ino, 0);
 		return 0;
 	}
-	struct inode_info *ii = &c->info[ino];
+	struct inode_info *ii = info_mut(c, ino);
 	if (dtype != check_dtype_of_mode(ii->mode)) {
 		problem(c, CHK_DIR_ENTRY, "dir %u: entry '%.*s' has the wrong file type", w->dir,
 			nlen, name);
@@ -43,12 +43,12 @@ static int entry_cb(void *ctx, const char *name, size_t len, uint32_t ino, uint8
 	}
 	ii->refs++;
 	if (S_ISDIR(ii->mode)) {
-		c->info[w->dir].subdirs++;
+		info_mut(c, w->dir)->subdirs++;
 		if (ii->reached_from) {
 			problem(c, CHK_DIR_LOOP, "directory %u is reachable twice", ino);
 			/* The later name goes; so does the reference it added. */
 			ii->refs--;
-			c->info[w->dir].subdirs--;
+			info_mut(c, w->dir)->subdirs--;
 			fx_entry(c, false, w->dir, name, len, ino, 0);
 			return 0;
 		}
@@ -75,13 +75,13 @@ void pass_directories(struct checker *c)
 		problem(c, CHK_SUPER, "out of memory walking directories");
 		return;
 	}
-	if (!c->info[ORDFS_ROOT_INO].in_use || !S_ISDIR(c->info[ORDFS_ROOT_INO].mode)) {
+	if (!info_get(c, ORDFS_ROOT_INO)->in_use || !S_ISDIR(info_get(c, ORDFS_ROOT_INO)->mode)) {
 		problem(c, CHK_DIR_STRUCT, "root inode is not a directory");
 		fx_unfixable(c);
 		free(queue);
 		return;
 	}
-	c->info[ORDFS_ROOT_INO].reached_from = ORDFS_ROOT_INO;
+	info_mut(c, ORDFS_ROOT_INO)->reached_from = ORDFS_ROOT_INO;
 	queue[qlen++] = ORDFS_ROOT_INO;
 	for (uint32_t qi = 0; qi < qlen; qi++) {
 		uint32_t ino = queue[qi];
@@ -96,13 +96,14 @@ void pass_directories(struct checker *c)
 			fx_empty_inode(c, ino);
 		}
 		inode_put(c->fs, dir);
-		if (c->info[ino].parent != c->info[ino].reached_from) {
+		const struct inode_info *di = info_get(c, ino);
+		if (di->parent != di->reached_from) {
 			problem(c, CHK_DIR_PARENT, "dir %u: '..' is %u, reached from %u", ino,
-				c->info[ino].parent, c->info[ino].reached_from);
+				di->parent, di->reached_from);
 			struct check_inode_fix *fix = fx_inode(c, ino);
 			if (fix) {
 				fix->fix_parent = true;
-				fix->parent = c->info[ino].reached_from;
+				fix->parent = di->reached_from;
 			}
 		}
 	}

@@ -107,7 +107,7 @@ void pass_inodes(struct checker *c)
 		}
 		if (!used)
 			continue;
-		struct inode_info *ii = &c->info[ino];
+		struct inode_info *ii = info_mut(c, ino);
 		ii->in_use = true;
 		if (c->fx)
 			c->fx->inodes_found[(ino - 1) / 8] |= (uint8_t)(1u << ((ino - 1) % 8));

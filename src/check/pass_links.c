@@ -15,7 +15,7 @@
 void pass_links(struct checker *c)
 {
 	for (uint32_t ino = ORDFS_ROOT_INO; ino <= c->fs->sb.inode_count; ino++) {
-		struct inode_info *ii = &c->info[ino];
+		const struct inode_info *ii = info_get(c, ino);
 		if (!ii->in_use)
 			continue;
 		uint32_t expect = S_ISDIR(ii->mode) ? (ii->refs || ino == ORDFS_ROOT_INO ? 2 : 0) +
