@@ -320,6 +320,7 @@ void owner_release(struct owner_claim *c)
 	if (!c)
 		return;
 	uint8_t raw[ORDFS_OWNER_SIZE];
+	stop(c); /* the heartbeat writes c->rec: stopped before it changes */
 	c->rec.state = ORDFS_OWNER_FREE;
 	c->rec.seq++;
 	c->rec.time = (uint64_t)time(NULL);
