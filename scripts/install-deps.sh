@@ -13,11 +13,12 @@ set -euo pipefail
 # dpkg-dev, debhelper and lintian build and check the Debian package
 # (debian/, tests/cli/test_deb.sh).
 # libnbd-dev: images on an NBD server (src/blockdev/nbd.c); nbdkit serves
-# them in the NBD tests (tests/nbd/).
+# them in the NBD tests (tests/nbd/), which ask nbdinfo (libnbd-bin) what
+# a server offers.
 # python3 and binutils (nm) run the layer check (tests/layers/) and
 # test.sh's skip report; named here, not left to meson's dependencies.
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
-	libnbd-dev nbdkit
+	libnbd-dev libnbd-bin nbdkit
 	libsqlite3-dev clang libclang-rt-14-dev acl man-db groff-base
 	dpkg-dev debhelper lintian python3 binutils)
 
