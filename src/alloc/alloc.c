@@ -45,20 +45,6 @@ struct alloc {
 
 /* ---- on-disk bitmap blocks -------------------------------------------- */
 
-static bool disk_bit(const uint8_t *blk, uint32_t bit)
-{
-	return (blk[ORDFS_BLOCK_HDR_SIZE + bit / 8] >> (bit % 8)) & 1;
-}
-
-static void disk_bit_put(uint8_t *blk, uint32_t bit, bool on)
-{
-	uint8_t *p = &blk[ORDFS_BLOCK_HDR_SIZE + bit / 8];
-	if (on)
-		*p |= (uint8_t)(1u << (bit % 8));
-	else
-		*p &= (uint8_t)~(1u << (bit % 8));
-}
-
 static int read_bitmap_block(struct alloc *a, uint64_t blockno, enum ordfs_block_type type,
 			     struct buf **out)
 {
@@ -98,7 +84,7 @@ static int update_disk_bits(struct alloc *a, struct handle *h, uint64_t bitmap_s
 				return err;
 			if (pass == 0) {
 				for (uint64_t k = 0; k < span; k++) {
-					if (disk_bit(b->data, bit + (uint32_t)k) == on) {
+					if (ordfs_bitmap_bit(b->data, bit + (uint32_t)k) == on) {
 						bcache_put(a->cache, b);
 						return -EUCLEAN;
 					}
@@ -110,7 +96,7 @@ static int update_disk_bits(struct alloc *a, struct handle *h, uint64_t bitmap_s
 					return err;
 				}
 				for (uint64_t k = 0; k < span; k++)
-					disk_bit_put(b->data, bit + (uint32_t)k, on);
+					ordfs_bitmap_put(b->data, bit + (uint32_t)k, on);
 			}
 			bcache_put(a->cache, b);
 			i += span;
@@ -239,11 +225,9 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 		ordfs_mutex_unlock(&a->lock);
 		return -ENOSPC; /* counters said free: only if they are wrong */
 	}
-	uint32_t n = 0;
-	while (n < want && s + n < a->data_end && !chunks_test(a->map, s + n)) {
-		chunks_set(a->map, s + n);
+	uint32_t n = 0; /* chunks_set is false for a bit already set: the run ends */
+	while (n < want && s + n < a->data_end && chunks_set(a->map, s + n))
 		n++;
-	}
 	a->map_free -= n;
 	if (flags & ALLOC_FROM_RESERVATION)
 		a->reserved -= n < a->reserved ? n : a->reserved;
@@ -263,10 +247,8 @@ void alloc_claim_free_run(struct alloc *a, uint64_t from, uint32_t max, uint64_t
 	uint64_t spare = available(a);
 	uint64_t s = from < a->data_end ? chunks_find_zero(a->map, from, a->data_end) : a->data_end;
 	uint32_t n = 0;
-	while (n < max && n < spare && s + n < a->data_end && !chunks_test(a->map, s + n)) {
-		chunks_set(a->map, s + n);
+	while (n < max && n < spare && s + n < a->data_end && chunks_set(a->map, s + n))
 		n++;
-	}
 	a->map_free -= n;
 	ordfs_mutex_unlock(&a->lock);
 	*start = s;
@@ -456,7 +438,7 @@ static bool disk_bit_of(struct alloc *a, uint64_t bitmap_start, enum ordfs_block
 	struct buf *b;
 	if (read_bitmap_block(a, bitmap_start + i / a->bits_per_block, type, &b))
 		return true; /* unreadable: treat as in use, never hand it out */
-	bool on = disk_bit(b->data, (uint32_t)(i % a->bits_per_block));
+	bool on = ordfs_bitmap_bit(b->data, (uint32_t)(i % a->bits_per_block));
 	bcache_put(a->cache, b);
 	return on;
 }

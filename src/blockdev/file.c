@@ -110,6 +110,13 @@ static void file_destroy(struct blockdev *bd)
 	free(bd);
 }
 
+/* The file keeps its size; the range reads as zeros. */
+static int punch_hole(struct file_dev *f, uint64_t off, uint64_t len)
+{
+	return fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+			 (off_t)len) == 0 ? 0 : -errno;
+}
+
 static int file_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 {
 	struct file_dev *f = to_file(bd);
@@ -119,8 +126,7 @@ static int file_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 		uint64_t range[2] = { off, len };
 		return ioctl(f->fd, BLKDISCARD, range) == 0 ? 0 : -errno;
 	}
-	return fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-			 (off_t)len) == 0 ? 0 : -errno;
+	return punch_hole(f, off, len);
 }
 
 /* A hole reads as zeros (a device: BLKZEROOUT).  A file keeps its size. */
@@ -131,9 +137,8 @@ static int file_write_zeroes(struct blockdev *bd, uint64_t off, uint64_t len)
 		uint64_t range[2] = { off, len };
 		return ioctl(f->fd, BLKZEROOUT, range) == 0 ? 0 : -EOPNOTSUPP;
 	}
-	if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
-		return 0;
-	return errno == EOPNOTSUPP || errno == ENOSYS ? -EOPNOTSUPP : -errno;
+	int err = punch_hole(f, off, len);
+	return err == -ENOSYS ? -EOPNOTSUPP : err;
 }
 
 static uint64_t file_next_data(struct blockdev *bd, uint64_t off)

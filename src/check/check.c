@@ -22,6 +22,27 @@
 #include <dirent.h>
 
 #include "check_internal.h"
+#include "../cache/bcache.h"
+
+bool bitmap_cursor_bit(struct checker *c, struct bitmap_cursor *bc, uint64_t i)
+{
+	uint32_t per = ordfs_bits_per_bitmap_block(ordfs_block_size(&c->fs->sb));
+	uint64_t index = i / per;
+	if (!bc->held || bc->index != index) {
+		bitmap_cursor_done(c, bc);
+		bc->index = index;
+		if (bcache_read(c->fs->cache, bc->start + index, &bc->held) != 0)
+			bc->held = NULL;
+	}
+	return !bc->held || ordfs_bitmap_bit(bc->held->data, (uint32_t)(i % per));
+}
+
+void bitmap_cursor_done(struct checker *c, struct bitmap_cursor *bc)
+{
+	if (bc->held)
+		bcache_put(c->fs->cache, bc->held);
+	bc->held = NULL;
+}
 
 struct inode_info *info_mut(struct checker *c, uint32_t ino)
 {

@@ -66,6 +66,19 @@ static inline const struct inode_info *info_get(const struct checker *c, uint32_
  * of memory: a scratch record, and info_oom makes the check fail). */
 struct inode_info *info_mut(struct checker *c, uint32_t ino);
 
+/* Reads an on-disk bitmap in order, one bitmap block held at a time (the
+ * passes compare every bit; a lookup per bit through the allocator took
+ * a lock each time). */
+struct bitmap_cursor {
+	uint64_t start;      /* first bitmap block */
+	struct buf *held;    /* the block of the last bit asked, or NULL */
+	uint64_t index;      /* which block of the bitmap `held` is */
+};
+/* Bit i of the bitmap; an unreadable block reads as set, as the allocator
+ * treats it. */
+bool bitmap_cursor_bit(struct checker *c, struct bitmap_cursor *bc, uint64_t i);
+void bitmap_cursor_done(struct checker *c, struct bitmap_cursor *bc);
+
 /* Counts and reports one problem (printf-style message). */
 void problem(struct checker *c, enum check_problem code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -14,7 +14,6 @@
 #include <dirent.h>
 
 #include "check_internal.h"
-#include "../cache/bcache.h"
 
 /* A torn superblock write leaves its copies different (one old, or one
  * garbage); the filesystem reads the good one, the next write of that
@@ -45,24 +44,12 @@ void pass_bitmap(struct checker *c)
 {
 	const struct ordfs_super *sb = &c->fs->sb;
 	uint64_t used = 0, mismatches = 0;
-	uint32_t per_bitmap_block = ordfs_bits_per_bitmap_block(ordfs_block_size(sb));
-	struct buf *bitmap = NULL; /* the bitmap block of b, read once per block */
+	struct bitmap_cursor bitmap = { .start = sb->block_bitmap_start };
 	for (uint64_t b = 0; b < sb->block_count; b++) {
-		if (b % per_bitmap_block == 0) {
-			if (bitmap)
-				bcache_put(c->fs->cache, bitmap);
-			bitmap = NULL;
-			if (bcache_read(c->fs->cache, sb->block_bitmap_start + b / per_bitmap_block,
-					&bitmap) != 0)
-				bitmap = NULL;
-		}
 		bool meta = b < sb->data_start || b == sb->block_count - 1;
 		bool found = meta || (c->blocks[b / 8] >> (b % 8)) & 1;
-		/* An unreadable bitmap block reads as in use, as the allocator
-		 * treats it (and fails its checksum below). */
-		uint32_t bit = (uint32_t)(b % per_bitmap_block);
-		bool marked = !bitmap ||
-			      ((bitmap->data[ORDFS_BLOCK_HDR_SIZE + bit / 8] >> (bit % 8)) & 1);
+		/* (a damaged bitmap block also fails its checksum below) */
+		bool marked = bitmap_cursor_bit(c, &bitmap, b);
 		used += found;
 		if (found != marked && mismatches++ < 20)
 			problem(c, CHK_BLOCK_BITMAP, "block %llu is %s but the bitmap says %s",
@@ -71,8 +58,7 @@ void pass_bitmap(struct checker *c)
 		if (found && c->fx && c->fx->blocks_found)
 			c->fx->blocks_found[b / 8] |= (uint8_t)(1u << (b % 8));
 	}
-	if (bitmap)
-		bcache_put(c->fs->cache, bitmap);
+	bitmap_cursor_done(c, &bitmap);
 	if (mismatches && c->fx)
 		c->fx->bitmaps_wrong = true;
 	uint32_t bad = alloc_bad_bitmap_blocks(c->fs->alloc);

@@ -15,14 +15,11 @@
 #include "check_internal.h"
 #include "../cache/bcache.h"
 
-/* What pass 1 knows about the inode table and the inode bitmap as it walks
- * them in order: which table blocks are holes (never written: all zeros),
- * and the bitmap block of the current inode, read once per block. */
+/* What pass 1 knows about the inode table as it walks it in order: which
+ * table blocks are holes (never written: all zeros). */
 struct walk {
 	uint64_t hole_end;   /* byte offset: [.., hole_end) is a hole */
 	uint64_t known_to;   /* byte offset up to which hole_end is known */
-	struct buf *bitmap;  /* the inode bitmap block of the current inode */
-	uint64_t bitmap_index;
 };
 
 /* Is the inode-table block holding ino all zeros without reading it: a
@@ -50,31 +47,11 @@ static bool slot_in_hole(struct checker *c, struct walk *w, uint32_t ino)
 	return off + bs <= w->hole_end && !bcache_contains(fs->cache, blockno);
 }
 
-/* The inode bitmap's bit for ino (an unreadable block reads as in use,
- * as the allocator treats it). */
-static bool marked_in_bitmap(struct checker *c, struct walk *w, uint32_t ino)
-{
-	struct ordfs *fs = c->fs;
-	uint32_t per = ordfs_bits_per_bitmap_block(ordfs_block_size(&fs->sb));
-	uint64_t bit = ino - 1, index = bit / per;
-	if (!w->bitmap || w->bitmap_index != index) {
-		if (w->bitmap)
-			bcache_put(fs->cache, w->bitmap);
-		w->bitmap = NULL;
-		w->bitmap_index = index;
-		if (bcache_read(fs->cache, fs->sb.inode_bitmap_start + index, &w->bitmap) != 0)
-			w->bitmap = NULL;
-	}
-	if (!w->bitmap)
-		return true;
-	uint32_t b = (uint32_t)(bit % per);
-	return (w->bitmap->data[ORDFS_BLOCK_HDR_SIZE + b / 8] >> (b % 8)) & 1;
-}
-
 void pass_inodes(struct checker *c)
 {
 	struct ordfs *fs = c->fs;
 	struct walk w = { 0 };
+	struct bitmap_cursor bitmap = { .start = fs->sb.inode_bitmap_start };
 	for (uint32_t ino = 1; ino <= fs->sb.inode_count; ino++) {
 		if ((ino & 4095) == 0)
 			progress(c, 1, ino, fs->sb.inode_count);
@@ -82,7 +59,7 @@ void pass_inodes(struct checker *c)
 		/* Never-written parts of a big inode table are not read: their
 		 * slots are zeros, free (a 16 TiB image has 256 GiB of them). */
 		int err = slot_in_hole(c, &w, ino) ? -ENOENT : inode_read_raw(fs, ino, &d);
-		bool marked = marked_in_bitmap(c, &w, ino);
+		bool marked = bitmap_cursor_bit(c, &bitmap, ino - 1);
 		if (err == -EUCLEAN) {
 			problem(c, CHK_INODE_CORRUPT, "inode %u is corrupt", ino);
 			if (ino == ORDFS_ROOT_INO || ino == 1)
@@ -121,6 +98,5 @@ void pass_inodes(struct checker *c)
 		else if (S_ISREG(d.mode))
 			c->res->files++;
 	}
-	if (w.bitmap)
-		bcache_put(fs->cache, w.bitmap);
+	bitmap_cursor_done(c, &bitmap);
 }

@@ -270,6 +270,21 @@ static inline uint32_t ordfs_bits_per_bitmap_block(uint32_t block_size)
 	return (block_size - ORDFS_BLOCK_HDR_SIZE) * 8u;
 }
 
+/* Bit i of a bitmap block's payload (after the common header). */
+static inline bool ordfs_bitmap_bit(const uint8_t *blk, uint32_t i)
+{
+	return (blk[ORDFS_BLOCK_HDR_SIZE + i / 8] >> (i % 8)) & 1;
+}
+
+static inline void ordfs_bitmap_put(uint8_t *blk, uint32_t i, bool on)
+{
+	uint8_t *p = &blk[ORDFS_BLOCK_HDR_SIZE + i / 8];
+	if (on)
+		*p |= (uint8_t)(1u << (i % 8));
+	else
+		*p &= (uint8_t)~(1u << (i % 8));
+}
+
 /* ---- extents (in the inode root and in ORDFS_BT_EXTENT blocks) -------- */
 /*
  * Node header (8 bytes), then `entries` records of 24 bytes:

@@ -365,11 +365,6 @@ static int commit_write(struct journal *j, struct transaction *tx, bool *retryab
 		 * the device instead of two). */
 		err = blockdev_write_fua(j->bd, commit_blk, j->block_size,
 					 (j->journal_start + commit_pos) * j->block_size);
-		if (!err) {
-			ordfs_mutex_lock(&j->state_lock);
-			j->stats.fua_commits++;
-			ordfs_mutex_unlock(&j->state_lock);
-		}
 	} else {
 		err = write_log(j, commit_pos, commit_blk, 1);
 		if (!err)

@@ -115,7 +115,6 @@ struct journal_stats {
 	uint64_t checkpoints;
 	uint64_t blocks_checkpointed;
 	uint64_t flushes;
-	uint64_t fua_commits;      /* commit blocks written with FUA instead of F2 */
 	uint64_t failed_commits;   /* commit attempts that failed */
 	uint64_t failed_checkpoints;
 	uint64_t credit_overruns;  /* handles refused a block past their credits */

@@ -102,14 +102,21 @@ static bool process_runs(pid_t pid)
 	return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
 }
 
+/* Is the record's holder a process of this host (one whose pid can be
+ * checked)? */
+static bool held_here(const struct ordfs_owner *rec)
+{
+	char host[ORDFS_OWNER_HOST_LEN + 1];
+	my_host(host);
+	return strcmp(host, rec->host) == 0 && rec->pid != 0;
+}
+
 /* Is a held record's holder alive?  A holder on this host is checked by
  * its pid; any other by watching its heartbeat.  *rec becomes the record
  * as read last. */
 static int holder_alive(struct blockdev *bd, struct ordfs_owner *rec, bool *alive)
 {
-	char host[ORDFS_OWNER_HOST_LEN + 1];
-	my_host(host);
-	if (strcmp(host, rec->host) == 0 && rec->pid != 0 && !process_runs((pid_t)rec->pid)) {
+	if (held_here(rec) && !process_runs((pid_t)rec->pid)) {
 		*alive = false;
 		return 0;
 	}
@@ -381,7 +388,5 @@ bool owner_holder_runs(struct blockdev *bd)
 	bool valid;
 	if (read_record(bd, &rec, &valid) != 0 || !valid || rec.state != ORDFS_OWNER_HELD)
 		return false;
-	char host[ORDFS_OWNER_HOST_LEN + 1];
-	my_host(host);
-	return strcmp(host, rec.host) == 0 && rec.pid != 0 && process_runs((pid_t)rec.pid);
+	return held_here(&rec) && process_runs((pid_t)rec.pid);
 }
