@@ -155,8 +155,13 @@ static inline void blockdev_destroy(struct blockdev *bd)
 
 /* Opens an image file or block device.  Returns 0 or a negative errno. */
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out);
-/* The file descriptor, for the image lock and fallocate. */
+/* The file descriptor, for fallocate. */
 int blockdev_file_fd(struct blockdev *bd);
+/* The host's lock on an image file (flock(2) with op, LOCK_NB implied):
+ * 0, -EWOULDBLOCK while another holds it, or -errno.  0 for a device no
+ * host lock reaches (NBD): the owner record (super/owner.h) excludes
+ * other users there. */
+int blockdev_host_lock(struct blockdev *bd, int op);
 
 /* ---- NBD backend (nbd.c) ---------------------------------------------- */
 

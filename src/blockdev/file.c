@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -206,4 +207,11 @@ int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)
 int blockdev_file_fd(struct blockdev *bd)
 {
 	return to_file(bd)->fd;
+}
+
+int blockdev_host_lock(struct blockdev *bd, int op)
+{
+	if (bd->ops != &file_ops)
+		return 0;
+	return flock(to_file(bd)->fd, op | LOCK_NB) == 0 ? 0 : -errno;
 }

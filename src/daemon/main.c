@@ -185,13 +185,12 @@ static bool image_is_mounted(const char *image)
 }
 
 /* Takes the image's lock; waits for a holder whose mount is gone. */
-static int lock_image(const struct daemon_options *o, int fd)
+static int lock_image(const struct daemon_options *o, struct blockdev *bd)
 {
 	for (unsigned waited = 0;; waited += 50) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-			return 0;
-		if (errno != EWOULDBLOCK)
-			return -errno;
+		int err = blockdev_host_lock(bd, LOCK_EX);
+		if (err != -EWOULDBLOCK)
+			return err;
 		if (waited >= LOCK_WAIT_MS || image_is_mounted(o->image))
 			return -EBUSY;
 		usleep(50 * 1000);
@@ -218,9 +217,7 @@ static int open_image(const struct daemon_options *o, struct blockdev **out)
 		logmsg(LOG_ERR, "cannot open: %s", why);
 		return err;
 	}
-	if (blockdev_is_nbd(*out))
-		return 0; /* no flock: the owner record (after the superblock) */
-	err = lock_image(o, blockdev_file_fd(*out));
+	err = lock_image(o, *out); /* NBD: the owner record, after the superblock */
 	if (err) {
 		logmsg(LOG_ERR, "%s", err == -EBUSY
 					      ? "image is in use (another ordfs daemon or fsck.ordfs)"

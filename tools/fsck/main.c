@@ -313,8 +313,7 @@ int main(int argc, char **argv)
 		return FSCK_ERROR;
 	}
 	int status = FSCK_ERROR;
-	if (!o.readonly && !blockdev_is_nbd(bd) &&
-	    flock(blockdev_file_fd(bd), LOCK_EX | LOCK_NB) != 0) {
+	if (!o.readonly && blockdev_host_lock(bd, LOCK_EX) != 0) {
 		fprintf(stderr, "fsck.ordfs: %s: image is in use (mounted by ordfs?)\n", o.image);
 		goto out;
 	}

@@ -201,8 +201,7 @@ static int open_image(const struct tune_options *o, bool writable, struct blockd
 			    err == -EINVAL ? "not a regular file or block device" : why);
 		return err;
 	}
-	if (writable && !blockdev_is_nbd(*bd) && flock(blockdev_file_fd(*bd), LOCK_EX | LOCK_NB) != 0) {
-		err = -errno;
+	if (writable && (err = blockdev_host_lock(*bd, LOCK_EX)) != 0) {
 		if (err == -EWOULDBLOCK)
 			image_error(o->image, "image is in use (mounted by ordfs, or being "
 				    "checked); unmount it first");
