@@ -6,6 +6,15 @@
  * writing inodes into the table under a handle.  Rules:
  *  - ic->lock guards the hash table and reference counts only; it is never
  *    held across I/O.
+ *  - One thread reads an inode's slot: a cache miss enters the inode as
+ *    new (is_new) before reading, and other threads that want it wait for
+ *    the read, as the kernel's iget_locked does.  Two threads reading the
+ *    same slot while a third, holding the first copy, wrote it, was a
+ *    data race that could even fail a checksum.
+ *  - A created inode enters the cache new, whole (inode_init), before its
+ *    slot is written and after any read of that (free) slot has finished;
+ *    it stays new until its creator has set it up (inode_unlock_new).
+ *  - Walks of the cache skip new inodes: their fields are not theirs yet.
  *  - An inode whose last reference goes away is dropped from memory unless
  *    it still has data waiting for writeback (its pages keep it then).
  *  - The last reference to an unlinked inode frees it on disk through the
@@ -37,6 +46,7 @@ struct inode_cache {
 	uint64_t count;
 	uint32_t evictions_running;  /* lock */
 	pthread_cond_t evictions_done;
+	pthread_cond_t new_done;     /* an inode stopped being new */
 };
 
 /* Set while this thread runs an eviction (it must not wait for itself). */
@@ -51,6 +61,7 @@ int inode_cache_create(struct ordfs *fs, inode_evict_fn evict, struct inode_cach
 	ic->evict = evict;
 	ordfs_mutex_init(&ic->lock, LOCK_ICACHE, "inode cache lock");
 	pthread_cond_init(&ic->evictions_done, NULL);
+	pthread_cond_init(&ic->new_done, NULL);
 	*out = ic;
 	return 0;
 }
@@ -78,6 +89,7 @@ void inode_cache_destroy(struct inode_cache *ic)
 	}
 	ordfs_mutex_destroy(&ic->lock);
 	pthread_cond_destroy(&ic->evictions_done);
+	pthread_cond_destroy(&ic->new_done);
 	free(ic);
 }
 
@@ -136,57 +148,114 @@ static struct inode *inode_alloc_mem(uint32_t ino)
 	return inode;
 }
 
-/* Inserts a fresh in-memory inode unless another thread did; returns the
- * cached one with a reference.  Frees `fresh` if it lost the race. */
-static struct inode *cache_insert(struct inode_cache *ic, struct inode *fresh)
+/* Takes the chain entry of `inode` out of the hash table.  ic->lock. */
+static void cache_unhash(struct inode_cache *ic, struct inode *inode)
 {
-	ordfs_mutex_lock(&ic->lock);
-	struct inode *have = cache_find(ic, fresh->ino);
-	if (have) {
-		have->refs++;
-		ordfs_mutex_unlock(&ic->lock);
-		inode_free(fresh);
-		return have;
-	}
-	struct inode **slot = slot_of(ic, fresh->ino);
-	fresh->hash_next = *slot;
-	*slot = fresh;
-	fresh->refs = 1;
+	struct inode **pp = slot_of(ic, inode->ino);
+	while (*pp != inode)
+		pp = &(*pp)->hash_next;
+	*pp = inode->hash_next;
+	inode->unhashed = true;
+	ic->count--;
+}
+
+static void cache_hash(struct inode_cache *ic, struct inode *inode)
+{
+	struct inode **slot = slot_of(ic, inode->ino);
+	inode->hash_next = *slot;
+	*slot = inode;
 	ic->count++;
-	ordfs_mutex_unlock(&ic->lock);
-	return fresh;
+}
+
+/* Waits until the cached `have` (held) is no longer new; 0, or the error
+ * its reader or creator met, with the reference dropped (*free_it: the
+ * caller frees it, unlocked).  ic->lock. */
+static int wait_not_new(struct inode_cache *ic, struct inode *have, bool *free_it)
+{
+	*free_it = false;
+	while (have->is_new)
+		ordfs_cond_wait(&ic->new_done, &ic->lock);
+	if (!have->new_err)
+		return 0;
+	*free_it = --have->refs == 0;
+	return have->new_err;
+}
+
+/* Ends the new state of `inode`; on err it leaves the hash table and
+ * waiters get err.  ic->lock. */
+static void end_new(struct inode_cache *ic, struct inode *inode, int err)
+{
+	ORDFS_ASSERT(inode->is_new);
+	inode->is_new = false;
+	if (err) {
+		inode->new_err = err;
+		if (!inode->unhashed)
+			cache_unhash(ic, inode);
+	}
+	pthread_cond_broadcast(&ic->new_done);
+}
+
+void inode_unlock_new(struct ordfs *fs, struct inode *inode, int err)
+{
+	ordfs_mutex_lock(&fs->icache->lock);
+	end_new(fs->icache, inode, err);
+	ordfs_mutex_unlock(&fs->icache->lock);
 }
 
 int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out)
 {
 	struct inode_cache *ic = fs->icache;
+	struct inode *fresh = NULL;
 
 	ordfs_mutex_lock(&ic->lock);
-	struct inode *inode = cache_find(ic, ino);
-	if (inode) {
-		inode->refs++;
+	for (;;) {
+		struct inode *have = cache_find(ic, ino);
+		if (have) {
+			have->refs++;
+			bool free_it;
+			int err = wait_not_new(ic, have, &free_it);
+			ordfs_mutex_unlock(&ic->lock);
+			if (free_it)
+				inode_free(have);
+			if (fresh)
+				inode_free(fresh);
+			if (!err)
+				*out = have;
+			return err;
+		}
+		if (fresh)
+			break;
 		ordfs_mutex_unlock(&ic->lock);
-		*out = inode;
-		return 0;
+		fresh = inode_alloc_mem(ino);
+		if (!fresh)
+			return -ENOMEM;
+		ordfs_mutex_lock(&ic->lock);
 	}
+	fresh->is_new = true;
+	fresh->refs = 1;
+	cache_hash(ic, fresh);
 	ordfs_mutex_unlock(&ic->lock);
 
-	struct inode *fresh = inode_alloc_mem(ino);
-	if (!fresh)
-		return -ENOMEM;
 	int err = inode_read_raw(fs, ino, &fresh->d);
-	if (err) {
-		inode_free(fresh);
-		return err;
+	if (!err) {
+		fresh->size = fresh->d.size;
+		/* What changed this inode before it was last dropped from
+		 * memory may not be committed yet (or may wait for a retry):
+		 * fsync must wait for the running transaction, like ext4's
+		 * iget. */
+		if (fs->journal)
+			fresh->sync_tid = fresh->datasync_tid = journal_running_tid(fs->journal);
 	}
-	fresh->size = fresh->d.size;
-	/* What changed this inode before it was last dropped from memory may
-	 * not be committed yet (or may wait for a retry): fsync must wait for
-	 * the running transaction, like ext4's iget. */
-	if (fs->journal)
-		fresh->sync_tid = fresh->datasync_tid = journal_running_tid(fs->journal);
-	*out = cache_insert(ic, fresh);
-	return 0;
+
+	ordfs_mutex_lock(&ic->lock);
+	end_new(ic, fresh, err);
+	bool free_it = err && --fresh->refs == 0;
+	ordfs_mutex_unlock(&ic->lock);
+	if (free_it)
+		inode_free(fresh);
+	if (!err)
+		*out = fresh;
+	return err;
 }
 
 void inode_hold(struct ordfs *fs, struct inode *inode)
@@ -278,40 +347,30 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
 		inode_put(fs, inode);
 		return;
 	}
-	if (!inode->unhashed) {
-		struct inode **pp = slot_of(ic, inode->ino);
-		while (*pp != inode)
-			pp = &(*pp)->hash_next;
-		*pp = inode->hash_next;
-		ic->count--;
-	}
+	if (!inode->unhashed)
+		cache_unhash(ic, inode);
 	ordfs_mutex_unlock(&ic->lock);
 	inode_free(inode);
 }
 
-/* Inserts a just-created inode.  Its number was free on disk, so an entry
- * still cached under it is a dying inode (freed by an eviction that has
- * not dropped its last reference yet): the new inode takes its place and
- * the old one is freed by its own last put. */
-static struct inode *cache_insert_new(struct inode_cache *ic, struct inode *fresh)
+/* Inserts a just-created inode, whole, before its slot is written.  Its
+ * number was free on disk, so an entry still cached under it is either a
+ * dying inode (freed by an eviction that has not dropped its last
+ * reference yet: the new inode takes its place and the old one is freed by
+ * its own last put) or a read of the free slot through a stale number,
+ * which is let finish first (it fails with -ENOENT and leaves). */
+static void cache_insert_new(struct inode_cache *ic, struct inode *fresh)
 {
 	ordfs_mutex_lock(&ic->lock);
-	struct inode **pp = slot_of(ic, fresh->ino);
-	while (*pp && (*pp)->ino != fresh->ino)
-		pp = &(*pp)->hash_next;
-	if (*pp) {
-		struct inode *old = *pp;
-		*pp = old->hash_next;
-		old->unhashed = true;
-		ic->count--;
-	}
-	struct inode **slot = slot_of(ic, fresh->ino);
-	fresh->hash_next = *slot;
-	*slot = fresh;
+	struct inode *old;
+	while ((old = cache_find(ic, fresh->ino)) && old->is_new)
+		ordfs_cond_wait(&ic->new_done, &ic->lock);
+	if (old)
+		cache_unhash(ic, old);
+	fresh->is_new = true;
 	fresh->refs = 1;
-	ic->count++;
+	cache_hash(ic, fresh);
 	ordfs_mutex_unlock(&ic->lock);
-	return fresh;
 }
 
 int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inode *, void *),
@@ -330,6 +389,8 @@ int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inod
 	}
 	for (uint32_t i = 0; i < ICACHE_SLOTS; i++) {
 		for (struct inode *inode = ic->table[i]; inode; inode = inode->hash_next) {
+			if (inode->is_new)
+				continue;
 			inode->refs++;
 			list[n++] = inode;
 		}
@@ -402,8 +463,8 @@ int inode_write_next_orphan(struct ordfs *fs, struct handle *h, struct inode *in
 	return 0;
 }
 
-int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mode,
-		 uint32_t uid, uint32_t gid, struct inode **out)
+int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal,
+		 const struct inode_init *init, struct inode **out)
 {
 	uint32_t ino;
 	int err = alloc_inode(fs->alloc, h, goal, &ino);
@@ -416,21 +477,31 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mod
 		return -ENOMEM;
 	}
 	struct ordfs_timespec now = ordfs_now();
-	fresh->d.mode = mode;
-	fresh->d.uid = uid;
-	fresh->d.gid = gid;
+	fresh->d.mode = init->mode;
+	fresh->d.uid = init->uid;
+	fresh->d.gid = init->gid;
+	fresh->d.rdev = init->rdev;
+	fresh->d.links = init->links;
+	fresh->d.parent = init->parent;
 	fresh->d.atime = fresh->d.mtime = fresh->d.ctime = fresh->d.crtime = now;
 	if (getrandom(&fresh->d.generation, sizeof(fresh->d.generation), GRND_NONBLOCK) < 0)
 		fresh->d.generation = (uint32_t)now.nsec ^ ino;
 	ordfs_extent_root_init(fresh->d.data);
 
+	cache_insert_new(fs->icache, fresh);
 	err = inode_write(fs, h, fresh, INODE_WRITE_DATASYNC);
 	if (err) {
+		/* Never on disk: out of the cache, and its last put (maybe by
+		 * whoever waited for it through a stale number) only frees
+		 * memory. */
 		alloc_free_inode(fs->alloc, h, ino);
-		inode_free(fresh);
+		fresh->d.links = 0;
+		fresh->d.mode = 0;
+		inode_unlock_new(fs, fresh, -ENOENT);
+		inode_put(fs, fresh);
 		return err;
 	}
-	*out = cache_insert_new(fs->icache, fresh);
+	*out = fresh;
 	return 0;
 }
 

@@ -65,7 +65,13 @@ struct inode {
 	uint32_t refs;
 	bool evicting;         /* links == 0 and being freed on disk */
 	bool unhashed;         /* replaced in the cache by a new inode with the
-				  same number (its last put just frees it) */
+				  same number, or its read failed (its last put
+				  just frees it) */
+	bool is_new;           /* being read from its slot, or created, by the
+				  thread that cached it (the kernel's I_NEW):
+				  inode_get waits, walks of the cache skip it */
+	int new_err;           /* that read or creation failed: waiters
+				  return this */
 	struct inode *hash_next;
 };
 
@@ -102,9 +108,29 @@ int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigne
 int inode_write_next_orphan(struct ordfs *fs, struct handle *h, struct inode *inode,
 			    uint32_t next);
 
-/* Allocates and initialises a new inode (links 0: the caller links it). */
-int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal, uint16_t mode,
-		 uint32_t uid, uint32_t gid, struct inode **out);
+/* What a new inode starts with.  It is whole before it enters the inode
+ * cache: the writeback thread and eviction of unlinked inodes walk the
+ * cache, and must not see it half set up (links 0 would even look
+ * unlinked). */
+struct inode_init {
+	uint16_t mode;
+	uint32_t uid, gid;
+	uint32_t rdev;
+	uint32_t links;   /* what the name the caller adds will make it */
+	uint32_t parent;  /* directories: the one it is created in */
+};
+
+/* Allocates and initialises a new inode and writes it under h.  It is
+ * returned new (is_new): nobody else sees it until the caller, done
+ * setting it up (its name, symlink target, attributes), calls
+ * inode_unlock_new -- the kernel's new inode under I_NEW, which the
+ * creator fills without taking its lock (an inode lock may not be taken
+ * under a handle). */
+int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal,
+		 const struct inode_init *init, struct inode **out);
+/* Makes a new inode visible; err != 0 says the creation failed: the
+ * inode leaves the cache and threads that waited for it get err. */
+void inode_unlock_new(struct ordfs *fs, struct inode *inode, int err);
 
 /* Calls fn on every cached inode (each held for the call); stops at the
  * first error and returns it. */

@@ -123,14 +123,15 @@ static uint32_t symlink_credits(struct ordfs *fs, const char *target)
 /* Owner, group and set-group-ID of a new inode, as Linux's
  * inode_init_owner(): in a set-group-ID directory the group is the
  * directory's and new directories inherit the bit. */
-static void init_owner(struct inode *child, const struct inode *dir, const struct ordfs_cred *cred)
+static void init_owner(struct inode_init *init, const struct inode *dir,
+		       const struct ordfs_cred *cred)
 {
-	child->d.uid = cred->uid;
-	child->d.gid = cred->gid;
+	init->uid = cred->uid;
+	init->gid = cred->gid;
 	if (dir->d.mode & S_ISGID) {
-		child->d.gid = dir->d.gid;
-		if (S_ISDIR(child->d.mode))
-			child->d.mode |= S_ISGID;
+		init->gid = dir->d.gid;
+		if (S_ISDIR(init->mode))
+			init->mode |= S_ISGID;
 	}
 }
 
@@ -184,18 +185,18 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 		alloc_unreserve(fs->alloc, reserved);
 		goto out_unlock;
 	}
-	err = inode_create(fs, h, dir->ino + 1, ai.mode, cred->uid, cred->gid, &child);
+	struct inode_init init = { .mode = ai.mode, .rdev = ni->rdev };
+	init_owner(&init, dir, cred);
+	if (S_ISDIR(ni->mode)) {
+		init.links = 2;
+		init.parent = dir->ino;
+	} else {
+		init.links = 1;
+	}
+	err = inode_create(fs, h, dir->ino + 1, &init, &child);
 	if (err) {
 		alloc_unreserve(fs->alloc, reserved);
 		goto out_stop;
-	}
-	init_owner(child, dir, cred);
-	child->d.rdev = ni->rdev;
-	if (S_ISDIR(ni->mode)) {
-		child->d.links = 2;
-		child->d.parent = dir->ino;
-	} else {
-		child->d.links = 1;
 	}
 	err = dir_add(fs, h, dir, name, len, child->ino, namei_dtype_of(ni->mode));
 	if (!err && ni->target) {
@@ -236,7 +237,9 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 	}
 	if (err)
 		journal_abort_half_done(fs->journal, err);
-out_stop:;
+out_stop:
+	if (child)
+		inode_unlock_new(fs, child, err ? -ENOENT : 0);
 	int serr = journal_stop(h);
 	if (!err)
 		err = serr;
