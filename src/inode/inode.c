@@ -36,13 +36,20 @@
 #include "base/ordfs_assert.h"
 #include "lock/lock.h"
 
-#define ICACHE_SLOTS 4096u
+/* The hash table starts with 2^12 chains and doubles whenever it holds
+ * more than two inodes per chain, up to 2^24 chains: a lookup walks a
+ * chain of about two whether the kernel keeps a thousand inodes referenced
+ * or ten million (a fixed 4096 made a million cached inodes cost 250 steps
+ * a lookup, and each of the kernel's forgets as many). */
+#define ICACHE_MIN_SHIFT 12u
+#define ICACHE_MAX_SHIFT 24u
 
 struct inode_cache {
 	struct ordfs *fs;
 	inode_evict_fn evict;        /* frees an unlinked inode on disk */
 	struct ordfs_mutex lock;
-	struct inode *table[ICACHE_SLOTS];
+	struct inode **table;        /* 2^shift chains */
+	uint32_t shift;
 	uint64_t count;
 	uint32_t evictions_running;  /* lock */
 	pthread_cond_t evictions_done;
@@ -57,6 +64,12 @@ int inode_cache_create(struct ordfs *fs, inode_evict_fn evict, struct inode_cach
 	struct inode_cache *ic = calloc(1, sizeof(*ic));
 	if (!ic)
 		return -ENOMEM;
+	ic->shift = ICACHE_MIN_SHIFT;
+	ic->table = calloc(1u << ic->shift, sizeof(*ic->table));
+	if (!ic->table) {
+		free(ic);
+		return -ENOMEM;
+	}
 	ic->fs = fs;
 	ic->evict = evict;
 	ordfs_mutex_init(&ic->lock, LOCK_ICACHE, "inode cache lock");
@@ -79,7 +92,7 @@ void inode_cache_destroy(struct inode_cache *ic)
 {
 	if (!ic)
 		return;
-	for (uint32_t i = 0; i < ICACHE_SLOTS; i++) {
+	for (uint32_t i = 0; i < (1u << ic->shift); i++) {
 		struct inode *inode = ic->table[i];
 		while (inode) {
 			struct inode *next = inode->hash_next;
@@ -90,12 +103,44 @@ void inode_cache_destroy(struct inode_cache *ic)
 	ordfs_mutex_destroy(&ic->lock);
 	pthread_cond_destroy(&ic->evictions_done);
 	pthread_cond_destroy(&ic->new_done);
+	free(ic->table);
 	free(ic);
+}
+
+/* Fibonacci hashing: the top `shift` bits of ino times 2^32 / phi. */
+static uint32_t chain_of(uint32_t ino, uint32_t shift)
+{
+	return (uint32_t)(ino * 2654435761u) >> (32 - shift);
 }
 
 static struct inode **slot_of(struct inode_cache *ic, uint32_t ino)
 {
-	return &ic->table[(ino * 2654435761u) % ICACHE_SLOTS];
+	return &ic->table[chain_of(ino, ic->shift)];
+}
+
+/* Doubles the chains when they average more than two inodes; a table that
+ * cannot be allocated just keeps its chains longer.  ic->lock. */
+static void maybe_grow(struct inode_cache *ic)
+{
+	if (ic->shift >= ICACHE_MAX_SHIFT || ic->count <= (2ull << ic->shift))
+		return;
+	uint32_t shift = ic->shift + 1;
+	struct inode **table = calloc(1u << shift, sizeof(*table));
+	if (!table)
+		return;
+	for (uint32_t i = 0; i < (1u << ic->shift); i++) {
+		struct inode *inode = ic->table[i];
+		while (inode) {
+			struct inode *next = inode->hash_next;
+			struct inode **slot = &table[chain_of(inode->ino, shift)];
+			inode->hash_next = *slot;
+			*slot = inode;
+			inode = next;
+		}
+	}
+	free(ic->table);
+	ic->table = table;
+	ic->shift = shift;
 }
 
 static struct inode *cache_find(struct inode_cache *ic, uint32_t ino)
@@ -165,6 +210,7 @@ static void cache_hash(struct inode_cache *ic, struct inode *inode)
 	inode->hash_next = *slot;
 	*slot = inode;
 	ic->count++;
+	maybe_grow(ic);
 }
 
 /* Waits until the cached `have` (held) is no longer new; 0, or the error
@@ -387,7 +433,7 @@ int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inod
 		ordfs_mutex_unlock(&ic->lock);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < ICACHE_SLOTS; i++) {
+	for (uint32_t i = 0; i < (1u << ic->shift); i++) {
 		for (struct inode *inode = ic->table[i]; inode; inode = inode->hash_next) {
 			if (inode->is_new)
 				continue;

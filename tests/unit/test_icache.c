@@ -10,10 +10,14 @@
  *    a new inode half set up.
  * Under ThreadSanitizer both are race detectors; in every build a torn
  * read fails the slot's checksum, which the lookups assert against.
+ *  - The hash table grows past its first 4096 chains with every inode
+ *    still found where it is: a lookup of a held inode returns that inode,
+ *    never a second copy read from disk.
  */
 #include "suite_main.h"
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -118,12 +122,47 @@ START_TEST(test_concurrent_misses_read_the_slot_once)
 }
 END_TEST
 
+#define HELD 12000 /* about three times the first table's chains */
+
+START_TEST(test_table_grows_and_keeps_every_inode)
+{
+	struct test_fs t;
+	tfs_setup(&t, 256ull << 20, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	struct inode **held = calloc(HELD, sizeof(*held));
+	ck_assert_ptr_nonnull(held);
+	for (int i = 0; i < HELD; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "f%d", i);
+		ck_assert_int_eq(ordfs_create(t.fs, root, name, 0644, &root_cred, &held[i]), 0);
+	}
+	/* Looked up again by number, and by name, while all are held. */
+	for (int i = 0; i < HELD; i++) {
+		struct inode *again;
+		ck_assert_int_eq(inode_get(t.fs, held[i]->ino, &again), 0);
+		ck_assert_ptr_eq(again, held[i]);
+		inode_put(t.fs, again);
+		char name[32];
+		snprintf(name, sizeof(name), "f%d", i);
+		ck_assert_int_eq(ordfs_lookup(t.fs, root, name, &again), 0);
+		ck_assert_ptr_eq(again, held[i]);
+		inode_put(t.fs, again);
+	}
+	for (int i = 0; i < HELD; i++)
+		inode_put(t.fs, held[i]);
+	free(held);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 static Suite *icache_suite(void)
 {
 	Suite *s = suite_create("icache");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_concurrent_misses_read_the_slot_once);
+	tcase_add_test(tc, test_table_grows_and_keeps_every_inode);
 	suite_add_tcase(s, tc);
 	return s;
 }
