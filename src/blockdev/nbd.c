@@ -36,6 +36,11 @@
  *    open unless BLOCKDEV_NO_FLUSH_OK (nobarrier), and then flush is a
  *    no-op.  write_fua is NBD_CMD_WRITE with FUA where the server offers it.
  *  - Requests larger than the server's maximum are split.
+ *  - Holes: where the server answers NBD_CMD_BLOCK_STATUS for
+ *    base:allocation, next_data skips the ranges it reports as reading
+ *    zeros (NBD_STATE_ZERO; "unallocated" alone says nothing of the
+ *    bytes), so fsck does not read a big image's untouched inode table
+ *    over the network.  Any failure answers "may hold data".
  */
 #include <errno.h>
 #include <poll.h>
@@ -73,6 +78,7 @@ struct nbd_dev {
 	unsigned timeout_ms;
 	uint64_t max_request;
 	bool can_flush, can_fua, can_trim, can_zero;
+	bool can_block_status;  /* base:allocation was negotiated */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;      /* a completion, a new connection, stop */
@@ -166,6 +172,13 @@ static int conn_open(const char *uri, struct nbd_conn **out, char *why, size_t w
 		return -ENOMEM;
 	}
 	nbd_set_handle_name(h, "ordfs");
+	/* Asked for on every connection; a server without it just does not
+	 * agree (nbd_can_meta_context says which). */
+	if (nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1) {
+		snprintf(why, why_len, "libnbd: %s", nbd_get_error());
+		nbd_close(h);
+		return -EIO;
+	}
 	if (nbd_connect_uri(h, uri) == -1) {
 		int err = nbd_get_errno() ? nbd_get_errno() : EIO;
 		snprintf(why, why_len, "%s", nbd_get_error());
@@ -311,7 +324,35 @@ static void *poller_main(void *arg)
 
 /* ---- requests ---------------------------------------------------------- */
 
-enum nbd_op { OP_READ, OP_WRITE, OP_FLUSH, OP_TRIM, OP_ZERO };
+enum nbd_op { OP_READ, OP_WRITE, OP_FLUSH, OP_TRIM, OP_ZERO, OP_BLOCK_STATUS };
+
+/* What a block-status reply says from the offset asked: how many bytes
+ * read as zeros there, and whether an extent that may hold data follows.
+ * Filled on the poller thread before the completion callback runs. */
+struct zero_run {
+	uint64_t zeros;
+	bool data_follows;
+	bool answered;
+};
+
+static int on_extents(void *user_data, const char *metacontext, uint64_t offset,
+		      uint32_t *entries, size_t nr_entries, int *error)
+{
+	struct zero_run *run = user_data;
+	(void)offset;
+	(void)error;
+	if (strcmp(metacontext, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0 || run->answered)
+		return 0;
+	run->answered = true;
+	for (size_t i = 0; i + 1 < nr_entries; i += 2) {
+		if (!(entries[i + 1] & LIBNBD_STATE_ZERO)) {
+			run->data_follows = true;
+			break;
+		}
+		run->zeros += entries[i];
+	}
+	return 0;
+}
 
 
 static int64_t submit(struct nbd_conn *c, enum nbd_op op, void *buf, size_t len, uint64_t off,
@@ -330,6 +371,10 @@ static int64_t submit(struct nbd_conn *c, enum nbd_op op, void *buf, size_t len,
 		return nbd_aio_trim(c->h, len, off, cb, 0);
 	case OP_ZERO:
 		return nbd_aio_zero(c->h, len, off, cb, 0);
+	case OP_BLOCK_STATUS: {
+		nbd_extent_callback ecb = { .callback = on_extents, .user_data = buf };
+		return nbd_aio_block_status(c->h, len, off, ecb, cb, 0);
+	}
 	}
 	return -1;
 }
@@ -508,6 +553,27 @@ static int nbdev_write_zeroes(struct blockdev *bd, uint64_t off, uint64_t len)
 	return d->can_zero ? no_data_range(d, OP_ZERO, off, len) : -EOPNOTSUPP;
 }
 
+/* The first offset >= off that may hold data, asking the server a range
+ * of up to 2 GiB at a time until one of its answers ends in data. */
+static uint64_t nbdev_next_data(struct blockdev *bd, uint64_t off)
+{
+	struct nbd_dev *d = to_nbd(bd);
+	if (!d->can_block_status)
+		return off;
+	uint64_t at = off;
+	while (at < bd->size) {
+		uint64_t len = bd->size - at < (1ull << 31) ? bd->size - at : (1ull << 31);
+		struct zero_run run = { 0 };
+		if (request(d, OP_BLOCK_STATUS, &run, (size_t)len, at, 0) != 0 || !run.answered ||
+		    run.zeros == 0)
+			return at;
+		at = run.zeros < bd->size - at ? at + run.zeros : bd->size;
+		if (run.data_follows)
+			break;
+	}
+	return at;
+}
+
 static void nbdev_destroy(struct blockdev *bd)
 {
 	struct nbd_dev *d = to_nbd(bd);
@@ -543,6 +609,7 @@ static const struct blockdev_ops nbd_ops = {
 	.discard = nbdev_discard,
 	.write_fua = nbdev_write_fua,
 	.write_zeroes = nbdev_write_zeroes,
+	.next_data = nbdev_next_data,
 };
 
 /* ---- opening ------------------------------------------------------------ */
@@ -595,6 +662,7 @@ int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 	d->can_fua = d->can_flush && nbd_can_fua(h) == 1 && !(flags & BLOCKDEV_NO_FUA);
 	d->can_trim = nbd_can_trim(h) == 1;
 	d->can_zero = nbd_can_zero(h) == 1;
+	d->can_block_status = nbd_can_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
 	d->bd.fua = d->can_fua;
 	int64_t max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
 	d->max_request = max > 0 && max < NBD_MAX_REQUEST ? (uint64_t)max : NBD_MAX_REQUEST;
