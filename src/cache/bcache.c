@@ -228,6 +228,58 @@ int bcache_read(struct bcache *c, uint64_t blockno, struct buf **out)
 	return 0;
 }
 
+/* Fills the buffers of a run with one device read; a buffer that became
+ * up to date meanwhile (another reader, then maybe a change) keeps its
+ * contents.  The caller holds a reference on each, so none was evicted
+ * and read again from the device in between. */
+static void fill_run(struct bcache *c, struct buf **bufs, uint32_t n)
+{
+	uint8_t *tmp = malloc((size_t)n * c->block_size);
+	if (!tmp)
+		return;
+	if (blockdev_read(c->bd, tmp, (size_t)n * c->block_size,
+			  bufs[0]->blockno * c->block_size) == 0) {
+		for (uint32_t i = 0; i < n; i++) {
+			struct buf *b = bufs[i];
+			ordfs_mutex_lock(&b->io_lock);
+			if (!b->uptodate) {
+				memcpy(b->data, tmp + (size_t)i * c->block_size, c->block_size);
+				__atomic_store_n(&b->uptodate, true, __ATOMIC_RELEASE);
+			}
+			ordfs_mutex_unlock(&b->io_lock);
+		}
+	}
+	free(tmp);
+}
+
+void bcache_readahead(struct bcache *c, uint64_t start, uint32_t count)
+{
+	if (start >= c->block_count)
+		return;
+	if (count > c->block_count - start)
+		count = (uint32_t)(c->block_count - start);
+	if (count > BCACHE_READAHEAD_MAX)
+		count = BCACHE_READAHEAD_MAX;
+	/* References first, then the read: see fill_run. */
+	struct buf *bufs[BCACHE_READAHEAD_MAX];
+	uint32_t held = 0;
+	while (held < count && lookup_or_create(c, start + held, &bufs[held]) == 0)
+		held++;
+	for (uint32_t i = 0; i < held;) {
+		if (__atomic_load_n(&bufs[i]->uptodate, __ATOMIC_ACQUIRE)) {
+			i++;
+			continue;
+		}
+		uint32_t end = i + 1;
+		while (end < held && !__atomic_load_n(&bufs[end]->uptodate, __ATOMIC_ACQUIRE))
+			end++;
+		fill_run(c, bufs + i, end - i);
+		i = end;
+	}
+	for (uint32_t i = 0; i < held; i++)
+		bcache_put(c, bufs[i]);
+}
+
 int bcache_get_new(struct bcache *c, uint64_t blockno, struct buf **out)
 {
 	struct buf *b;

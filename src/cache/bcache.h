@@ -80,6 +80,13 @@ struct blockdev *bcache_device(const struct bcache *c);
  * -EIO/-errno from the read leaves nothing cached; -EINVAL if blockno is
  * outside the device. */
 int bcache_read(struct bcache *c, uint64_t blockno, struct buf **out);
+/* A hint: brings up to BCACHE_READAHEAD_MAX blocks from start into the
+ * cache, each run of blocks not yet there with one device read instead of
+ * one per block (over NBD each read is a round trip).  Blocks already
+ * cached are left as they are (they may be newer than the device).  A
+ * failed read is not reported: bcache_read of the block tries again. */
+#define BCACHE_READAHEAD_MAX 256u
+void bcache_readahead(struct bcache *c, uint64_t start, uint32_t count);
 /* Returns the buffer for a block the caller is about to initialise in full
  * (a freshly allocated metadata block): no read, contents zeroed. */
 int bcache_get_new(struct bcache *c, uint64_t blockno, struct buf **out);

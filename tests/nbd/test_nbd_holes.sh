@@ -6,8 +6,9 @@
 # base:allocation), so fsck -f of a fresh 16 GiB export reads a few MiB
 # instead of its 256 MiB inode table.  The same check against the same
 # image with nbdkit's noextents filter (a server that does not say) reads
-# the whole table, and both checks find the image clean.  What was read
-# is counted by nbdkit's stats filter.
+# the whole table, a run of up to 256 blocks per request (pass 1 reads
+# ahead), and both checks find the image clean.  What was read is counted
+# by nbdkit's stats filter.
 #
 # Usage: test_nbd_holes.sh BUILD_DIR
 #   Skips (exit 77) without nbdkit or its stats and noextents filters.
@@ -37,8 +38,11 @@ read_bytes() {
 	END { if (!found) print 0 }' "$1"
 }
 
+# read_ops STATSFILE: the number of read requests.
+read_ops() { awk '/^read:/ { print $2; found = 1 } END { if (!found) print 0 }' "$1"; }
+
 # fsck_counting NAME FILTERS...: fsck -f over a server with FILTERS under
-# the stats filter; sets RC and READ (bytes).
+# the stats filter; sets RC, READ (bytes) and OPS (read requests).
 fsck_counting() {
 	local name=$1
 	shift
@@ -48,6 +52,7 @@ fsck_counting() {
 	RC=$?
 	nbd_stop "$name" # the stats file is written at exit
 	READ=$(read_bytes "$WORK/$name.stats")
+	OPS=$(read_ops "$WORK/$name.stats")
 }
 
 fsck_counting extents
@@ -59,6 +64,7 @@ fsck_counting noextents --filter=noextents
 check "fsck -f over a server that does not report holes exits 0 (rc $RC)" [ "$RC" -eq 0 ]
 check "it read the whole 256 MiB inode table: at least 250 MiB ($READ bytes)" \
 	[ "$READ" -ge $((250 << 20)) ]
+check "it read ahead: fewer than 2048 requests for its 65536 blocks ($OPS)" [ "$OPS" -lt 2048 ]
 check "holes saved at least 90% of the reads ($EXTENTS_READ vs $READ bytes)" \
 	[ $((EXTENTS_READ * 10)) -lt "$READ" ]
 

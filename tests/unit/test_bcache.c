@@ -1,6 +1,8 @@
 /*
  * test_bcache.c - the metadata buffer cache: one read per block, hits,
- * eviction of unreferenced buffers only, failed reads not cached.
+ * eviction of unreferenced buffers only, failed reads not cached,
+ * readahead (one device read per run of uncached blocks, cached buffers
+ * kept as they are).
  */
 #include "suite_main.h"
 #include <check.h>
@@ -35,6 +37,40 @@ START_TEST(test_read_once_then_hit)
 	bcache_put(c, b1);
 	ck_assert_ptr_null(bcache_peek(c, 6));
 	ck_assert_int_eq(bcache_read(c, 64, &b1), -EINVAL);
+	bcache_destroy(c);
+	blockdev_destroy(rec);
+	blockdev_destroy(mem);
+}
+END_TEST
+
+START_TEST(test_readahead_reads_runs_and_keeps_cached)
+{
+	struct blockdev *mem, *rec;
+	struct bcache *c;
+	ck_assert_int_eq(blockdev_mem_create(64 * 1024, &mem), 0);
+	for (int i = 0; i < 64; i++)
+		blockdev_mem_bytes(mem)[i * 1024] = (uint8_t)(i + 1);
+	ck_assert_int_eq(blockdev_record_create(mem, false, &rec), 0);
+	ck_assert_int_eq(bcache_create(rec, 1024, 64, 64, &c), 0);
+
+	/* Block 12 is cached and changed in memory: newer than the device. */
+	struct buf *held;
+	ck_assert_int_eq(bcache_read(c, 12, &held), 0);
+	held->data[0] = 0xee;
+	bcache_readahead(c, 8, 100); /* 8..63: runs 8-11 and 13-63 */
+	struct blockdev_counts n;
+	blockdev_record_counts(rec, &n);
+	ck_assert_uint_eq(n.reads, 1 + 2);
+	for (uint64_t i = 8; i < 64; i++) {
+		struct buf *b;
+		ck_assert_int_eq(bcache_read(c, i, &b), 0);
+		ck_assert_uint_eq(b->data[0], i == 12 ? 0xee : (uint8_t)(i + 1));
+		bcache_put(c, b);
+	}
+	blockdev_record_counts(rec, &n);
+	ck_assert_uint_eq(n.reads, 3); /* every block was a hit */
+	bcache_put(c, held);
+	bcache_readahead(c, 64, 4); /* past the end: nothing */
 	bcache_destroy(c);
 	blockdev_destroy(rec);
 	blockdev_destroy(mem);
@@ -142,6 +178,7 @@ static Suite *bcache_suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_read_once_then_hit);
+	tcase_add_test(tc, test_readahead_reads_runs_and_keeps_cached);
 	tcase_add_test(tc, test_eviction_spares_referenced);
 	tcase_add_test(tc, test_failed_read_not_cached);
 	tcase_add_test(tc, test_concurrent_readers);
