@@ -31,6 +31,13 @@ bool bitmap_cursor_bit(struct checker *c, struct bitmap_cursor *bc, uint64_t i)
 	if (!bc->held || bc->index != index) {
 		bitmap_cursor_done(c, bc);
 		bc->index = index;
+		if (index >= bc->ahead_to && index < bc->blocks) {
+			/* the walk goes in order: a request per 256 blocks */
+			uint64_t n = bc->blocks - index;
+			n = n < BCACHE_READAHEAD_MAX ? n : BCACHE_READAHEAD_MAX;
+			bcache_readahead(c->fs->cache, bc->start + index, (uint32_t)n);
+			bc->ahead_to = index + n;
+		}
 		if (bcache_read(c->fs->cache, bc->start + index, &bc->held) != 0)
 			bc->held = NULL;
 	}

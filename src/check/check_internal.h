@@ -71,8 +71,10 @@ struct inode_info *info_mut(struct checker *c, uint32_t ino);
  * a lock each time). */
 struct bitmap_cursor {
 	uint64_t start;      /* first bitmap block */
+	uint32_t blocks;     /* the bitmap's length in blocks */
 	struct buf *held;    /* the block of the last bit asked, or NULL */
 	uint64_t index;      /* which block of the bitmap `held` is */
+	uint64_t ahead_to;   /* blocks of the bitmap read ahead: [0, ahead_to) */
 };
 /* Bit i of the bitmap; an unreadable block reads as set, as the allocator
  * treats it. */

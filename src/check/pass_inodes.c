@@ -75,7 +75,8 @@ void pass_inodes(struct checker *c)
 {
 	struct ordfs *fs = c->fs;
 	struct walk w = { 0 };
-	struct bitmap_cursor bitmap = { .start = fs->sb.inode_bitmap_start };
+	struct bitmap_cursor bitmap = { .start = fs->sb.inode_bitmap_start,
+					.blocks = fs->sb.inode_bitmap_blocks };
 	for (uint32_t ino = 1; ino <= fs->sb.inode_count; ino++) {
 		if ((ino & 4095) == 0)
 			progress(c, 1, ino, fs->sb.inode_count);
