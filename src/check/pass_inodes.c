@@ -21,12 +21,14 @@ struct walk {
 	uint64_t hole_end;   /* byte offset: [.., hole_end) is a hole */
 	uint64_t known_to;   /* byte offset up to which hole_end is known */
 	uint64_t ahead_to;   /* block: read ahead up to here */
+	uint64_t block;      /* the table block last asked about, +1 (0: none) */
+	bool block_in_hole;  /* and the answer, for its other slots */
 };
 
 /* Is the inode-table block holding ino all zeros without reading it: a
  * hole of the image (the device says so) that the cache holds no newer
  * copy of?  The device is asked once per hole, and once per 256 blocks of
- * data. */
+ * data; the cache once per block. */
 static bool slot_in_hole(struct checker *c, struct walk *w, uint32_t ino)
 {
 	struct ordfs *fs = c->fs;
@@ -45,7 +47,11 @@ static bool slot_in_hole(struct checker *c, struct walk *w, uint32_t ino)
 			w->known_to = off + 256ull * bs;
 		}
 	}
-	return off + bs <= w->hole_end && !bcache_contains(fs->cache, blockno);
+	if (w->block != blockno + 1) {
+		w->block = blockno + 1;
+		w->block_in_hole = off + bs <= w->hole_end && !bcache_contains(fs->cache, blockno);
+	}
+	return w->block_in_hole;
 }
 
 /* Before the first slot of each inode-table block that holds data, the
