@@ -25,17 +25,14 @@ struct walk {
 	bool block_in_hole;  /* and the answer, for its other slots */
 };
 
-/* Is the inode-table block holding ino all zeros without reading it: a
- * hole of the image (the device says so) that the cache holds no newer
- * copy of?  The device is asked once per hole, and once per 256 blocks of
- * data; the cache once per block. */
-static bool slot_in_hole(struct checker *c, struct walk *w, uint32_t ino)
+/* Is inode-table block `blockno` all zeros without reading it: a hole of
+ * the image (the device says so) that the cache holds no newer copy of?
+ * The device is asked once per hole, and once per 256 blocks of data; the
+ * cache once per block. */
+static bool block_in_hole(struct checker *c, struct walk *w, uint64_t blockno)
 {
 	struct ordfs *fs = c->fs;
 	uint32_t bs = ordfs_block_size(&fs->sb);
-	uint64_t blockno;
-	uint32_t slot_off;
-	ordfs_inode_location(&fs->sb, ino, &blockno, &slot_off);
 	uint64_t off = blockno * bs;
 	if (off >= w->known_to) {
 		uint64_t next = blockdev_next_data(fs->bd, off);
@@ -54,18 +51,15 @@ static bool slot_in_hole(struct checker *c, struct walk *w, uint32_t ino)
 	return w->block_in_hole;
 }
 
-/* Before the first slot of each inode-table block that holds data, the
- * blocks up to the end of that stretch of data (at most 256, never past
- * the table) are read ahead in one request: pass 1 reads the table in
- * order, and over NBD one block per request is one round trip each. */
-static void read_ahead(struct checker *c, struct walk *w, uint32_t ino)
+/* Before inode-table block `blockno`, which holds data, the blocks up to
+ * the end of that stretch of data (at most 256, never past the table) are
+ * read ahead in one request: pass 1 reads the table in order, and over
+ * NBD one block per request is one round trip each. */
+static void read_ahead(struct checker *c, struct walk *w, uint64_t blockno)
 {
 	struct ordfs *fs = c->fs;
 	uint32_t bs = ordfs_block_size(&fs->sb);
-	uint64_t blockno;
-	uint32_t slot_off;
-	ordfs_inode_location(&fs->sb, ino, &blockno, &slot_off);
-	if (slot_off != 0 || blockno < w->ahead_to)
+	if (blockno < w->ahead_to)
 		return;
 	uint64_t table_end = fs->sb.inode_table_start + fs->sb.inode_table_blocks;
 	uint64_t data_end = w->known_to / bs;
@@ -89,9 +83,12 @@ void pass_inodes(struct checker *c)
 		struct ordfs_inode d;
 		/* Never-written parts of a big inode table are not read: their
 		 * slots are zeros, free (a 16 TiB image has 256 GiB of them). */
-		bool hole = slot_in_hole(c, &w, ino);
+		uint64_t blockno;
+		uint32_t slot_off;
+		ordfs_inode_location(&fs->sb, ino, &blockno, &slot_off);
+		bool hole = block_in_hole(c, &w, blockno);
 		if (!hole)
-			read_ahead(c, &w, ino);
+			read_ahead(c, &w, blockno);
 		int err = hole ? -ENOENT : inode_read_raw(fs, ino, &d);
 		bool marked = bitmap_cursor_bit(c, &bitmap, ino - 1);
 		if (err == -EUCLEAN) {
