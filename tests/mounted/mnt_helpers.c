@@ -115,6 +115,36 @@ const char *mnt_root(void)
 	return root_dir;
 }
 
+bool mnt_file_equals(const char *path, const char *bytes, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	static char chunk[1 << 20];
+	size_t at = 0;
+	bool same = true;
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) { /* the end, as for mnt_slurp (a directory reads as empty) */
+			same = at == len;
+			break;
+		}
+		if ((size_t)n > len - at) {
+			same = false;
+			break;
+		}
+		if (memcmp(chunk, bytes + at, (size_t)n) != 0) {
+			same = false;
+			break;
+		}
+		at += (size_t)n;
+	}
+	close(fd);
+	return same;
+}
+
 char *mnt_slurp(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -162,6 +162,11 @@ int mnt_wait_unlocked(const char *image, unsigned timeout_ms);
 void mnt_dump_file(const char *path, const char *prefix);
 /* Whole contents of a host file (malloc'd, NUL-terminated), or NULL. */
 char *mnt_slurp(const char *path, size_t *len);
+/* Does the file at path hold exactly these bytes (what mnt_slurp would
+ * return)?  Read a chunk at a time
+ * (no copy of the whole file: under the sanitizers a big image's copy
+ * costs seconds). */
+bool mnt_file_equals(const char *path, const char *bytes, size_t len);
 
 /* ---- running commands ------------------------------------------------- */
 

@@ -100,14 +100,13 @@ static void expect_refused_how(const char *image, const char *mountpoint, const 
 		if (mountpoint)
 			ck_assert_msg(!mnt_is_live(mountpoint), "%s: %s got mounted", mode,
 				      mountpoint);
-		size_t after_len = 0;
-		char *after = image && same_image ? mnt_slurp(image, &after_len) : NULL;
-		ck_assert_msg((before == NULL) == (after == NULL), "%s: image %s", mode,
-			      before ? "vanished" : "was created");
-		ck_assert_msg(!before || (before_len == after_len &&
-					  memcmp(before, after, before_len) == 0),
-			      "%s: a refused run changed the image", mode);
-		free(after);
+		if (image && same_image) {
+			bool exists = access(image, F_OK) == 0;
+			ck_assert_msg((before != NULL) == exists, "%s: image %s", mode,
+				      before ? "vanished" : "was created");
+			ck_assert_msg(!before || mnt_file_equals(image, before, before_len),
+				      "%s: a refused run changed the image", mode);
+		}
 		printf("refused (%s): %s", mode, r.err);
 	}
 	free(before);
@@ -122,7 +121,7 @@ static void expect_refused(const char *image, const char *mountpoint, const char
 START_TEST(test_refuses_bad_options)
 {
 	struct mnt m;
-	mnt_setup(&m, "32M");
+	mnt_setup(&m, "16M");
 	/* -o values the daemon must refuse, each with the word its message
 	 * has to name */
 	static const char *const bad_opts[][2] = {
