@@ -57,6 +57,7 @@
 
 #include "blockdev.h"
 #include "../base/ordfs_assert.h"
+#include "../lock/lock.h"
 
 /* libnbd refuses requests over 64 MiB; most servers take 32 MiB. */
 #define NBD_MAX_REQUEST (32u << 20)
@@ -80,7 +81,7 @@ struct nbd_dev {
 	bool can_flush, can_fua, can_trim, can_zero;
 	bool can_block_status;  /* base:allocation was negotiated */
 
-	pthread_mutex_t mu;
+	struct ordfs_mutex mu;  /* LOCK_BLOCKDEV_NBD */
 	pthread_cond_t cv;      /* a completion, a new connection, stop */
 	struct nbd_conn *conn;  /* the live connection; NULL while reconnecting */
 	struct nbd_conn *dying; /* dead, waiting for its last reference */
@@ -111,7 +112,7 @@ static __thread unsigned mu_held;
 
 static void mu_lock(struct nbd_dev *d)
 {
-	pthread_mutex_lock(&d->mu);
+	ordfs_mutex_lock(&d->mu);
 	mu_held++;
 }
 
@@ -119,7 +120,7 @@ static void mu_unlock(struct nbd_dev *d)
 {
 	ORDFS_ASSERT(mu_held > 0);
 	mu_held--;
-	pthread_mutex_unlock(&d->mu);
+	ordfs_mutex_unlock(&d->mu);
 }
 
 /* Before every libnbd call on a live handle. */
@@ -157,7 +158,7 @@ static bool wait_until(struct nbd_dev *d, uint64_t deadline_ms)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+	ordfs_cond_timedwait(&d->cv, &d->mu, &ts);
 	return true;
 }
 
@@ -431,7 +432,7 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 					shutdown(fd, SHUT_RDWR);
 				wake_poller(d);
 			} else if (timed_out) {
-				pthread_cond_wait(&d->cv, &d->mu);
+				ordfs_cond_wait(&d->cv, &d->mu);
 			}
 		}
 		c->refs--;
@@ -596,7 +597,7 @@ static void nbdev_destroy(struct blockdev *bd)
 	}
 	close(d->wake_fd);
 	pthread_cond_destroy(&d->cv);
-	pthread_mutex_destroy(&d->mu);
+	ordfs_mutex_destroy(&d->mu);
 	free(d->uri);
 	free(d);
 }
@@ -669,14 +670,14 @@ int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 	d->conn = c;
 	d->uri = strdup(uri);
 	d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	pthread_mutex_init(&d->mu, NULL);
+	ordfs_mutex_init(&d->mu, LOCK_BLOCKDEV_NBD, "NBD device mutex");
 	pthread_cond_init(&d->cv, NULL);
 	if (!d->uri || d->wake_fd < 0 || pthread_create(&d->poller, NULL, poller_main, d) != 0) {
 		snprintf(why, why_len, "cannot start the NBD connection's thread");
 		if (d->wake_fd >= 0)
 			close(d->wake_fd);
 		pthread_cond_destroy(&d->cv);
-		pthread_mutex_destroy(&d->mu);
+		ordfs_mutex_destroy(&d->mu);
 		free(d->uri);
 		free(d);
 		nbd_close(h);

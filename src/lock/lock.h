@@ -44,12 +44,16 @@ enum lock_level {
 	LOCK_WRITEBACK = 68,     /* fs->writeback_lock */
 	LOCK_SYNC_GATE = 70,     /* fs->sync_gate */
 	LOCK_ERRSEQ = 72,        /* an errseq (a file's write errors) */
+	LOCK_OWNER = 74,         /* the owner record's heartbeat state (no I/O
+				    under it) */
 	LOCK_BUF_IO = 80,        /* a buffer's io_lock (NESTS: never two in
 				    one thread by design, but buffers of
 				    different blocks do not order) */
 	LOCK_GUARD_FLUSH = 90,   /* the flush guard: one flush at a time */
 	LOCK_GUARD = 92,         /* the flush guard's state */
 	LOCK_BLOCKDEV = 96,      /* a stacked block device's own lock */
+	LOCK_BLOCKDEV_NBD = 97,  /* an NBD device's mutex (libnbd's handle lock
+				    comes first: no libnbd call under it) */
 	LOCK_BLOCKDEV_MEM = 98,  /* the memory device */
 };
 

@@ -16,13 +16,14 @@
 #include "../blockdev/blockdev.h"
 #include "../format/format.h"
 #include "../base/ordfs_assert.h"
+#include "../lock/lock.h"
 
 struct owner_claim {
 	struct blockdev *bd;      /* where the heartbeat writes */
 	struct ordfs_owner rec;   /* what we wrote last */
 	uint8_t before[ORDFS_OWNER_SIZE]; /* the sector before the claim */
 	struct owner_opts opts;
-	pthread_mutex_t mu;
+	struct ordfs_mutex mu;    /* LOCK_OWNER: the fields below */
 	pthread_cond_t cv;
 	pthread_t thread;
 	bool running, stopping, lost;
@@ -183,7 +184,7 @@ int owner_claim(struct blockdev *bd, const struct owner_opts *opts, struct owner
 	c->rec.time = (uint64_t)time(NULL);
 	snprintf(c->rec.program, sizeof(c->rec.program), "%s", opts->program);
 	my_host(c->rec.host);
-	pthread_mutex_init(&c->mu, NULL);
+	ordfs_mutex_init(&c->mu, LOCK_OWNER, "owner record heartbeat lock");
 	pthread_cond_init(&c->cv, NULL);
 
 	err = write_record(bd, &c->rec);
@@ -214,7 +215,7 @@ int owner_claim(struct blockdev *bd, const struct owner_opts *opts, struct owner
 static void *heartbeat_main(void *arg)
 {
 	struct owner_claim *c = arg;
-	pthread_mutex_lock(&c->mu);
+	ordfs_mutex_lock(&c->mu);
 	while (!c->stopping) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -224,10 +225,10 @@ static void *heartbeat_main(void *arg)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		ordfs_cond_timedwait(&c->cv, &c->mu, &ts);
 		if (c->stopping)
 			break;
-		pthread_mutex_unlock(&c->mu);
+		ordfs_mutex_unlock(&c->mu);
 
 		struct ordfs_owner rec;
 		bool valid;
@@ -242,17 +243,17 @@ static void *heartbeat_main(void *arg)
 			}
 		}
 
-		pthread_mutex_lock(&c->mu);
+		ordfs_mutex_lock(&c->mu);
 		if (lost) {
 			c->lost = true;
-			pthread_mutex_unlock(&c->mu);
+			ordfs_mutex_unlock(&c->mu);
 			if (c->opts.lost)
 				c->opts.lost(c->opts.lost_ctx);
-			pthread_mutex_lock(&c->mu);
+			ordfs_mutex_lock(&c->mu);
 			break;
 		}
 	}
-	pthread_mutex_unlock(&c->mu);
+	ordfs_mutex_unlock(&c->mu);
 	return NULL;
 }
 
@@ -290,10 +291,10 @@ static void stop(struct owner_claim *c)
 {
 	if (!c->running)
 		return;
-	pthread_mutex_lock(&c->mu);
+	ordfs_mutex_lock(&c->mu);
 	c->stopping = true;
 	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
+	ordfs_mutex_unlock(&c->mu);
 	pthread_join(c->thread, NULL);
 	c->running = false;
 }
@@ -304,7 +305,7 @@ void owner_abandon(struct owner_claim *c)
 		return;
 	stop(c);
 	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
+	ordfs_mutex_destroy(&c->mu);
 	free(c);
 }
 
