@@ -364,6 +364,9 @@ static int fallocate_check(struct ordfs *fs, const struct inode *inode, int mode
 static int fallocate_finish(struct ordfs *fs, struct inode *inode, uint64_t new_size)
 {
 	if (new_size > inode->size) {
+		int err = file_zero_eof_block(fs, inode); /* the gap reads as zeros */
+		if (err)
+			return err;
 		inode->size = new_size;
 		if (!pages_has_dirty(inode)) /* else d.size follows at writeback */
 			inode->d.size = new_size;

@@ -32,6 +32,13 @@ int file_page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool who
  * written block), through its page, written back like any data. */
 int file_zero_partial(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint32_t from,
 		      uint32_t to);
+/* Before the size grows: makes the last block's bytes past EOF read as
+ * zeros once the size covers them.  A written block whose bytes there are
+ * not zeros on the image (a crash can leave an append there that never
+ * got its size) gets a page, zeroed past EOF and written back like any
+ * data; that write extends the file (writeback/route.h).  Called with
+ * inode->size still the old size. */
+int file_zero_eof_block(struct ordfs *fs, struct inode *inode);
 /* truncate(2) with the lock held. */
 int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size);
 

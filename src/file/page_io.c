@@ -9,7 +9,10 @@
  *  - Reads of mapped blocks look in the metadata cache first: with data
  *    logged (data=journal, or data=ordered's small fsyncs, or a block
  *    with a cached buffer) the newest contents may not be home yet.
- *  - A page never carries bytes past EOF from an old life of its block.
+ *  - A page never carries bytes past EOF from an old life of its block,
+ *    and before the size grows, the last block's bytes past EOF are made
+ *    zeros (file_zero_eof_block): on the image they may hold what a crash
+ *    left there.
  *  - inode->lock held exclusively to make pages, shared to read.
  */
 #include <errno.h>
@@ -166,4 +169,29 @@ int file_zero_partial(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint
 	}
 	memset(page->data + from, 0, to - from);
 	return 0;
+}
+
+int file_zero_eof_block(struct ordfs *fs, struct inode *inode)
+{
+	uint32_t bs = fs->block_size;
+	uint32_t in = (uint32_t)(inode->size % bs);
+	uint64_t lblk = inode->size / bs;
+	if (in == 0 || pages_find(inode, lblk))
+		return 0; /* no partial block, or a page: zeros past EOF already */
+	struct ordfs_extent ext;
+	int mapped = extent_lookup(fs, inode, lblk, &ext);
+	if (mapped <= 0 || (ext.flags & ORDFS_EXT_UNWRITTEN))
+		return mapped < 0 ? mapped : 0; /* reads as zeros */
+	uint8_t *block = malloc(bs);
+	if (!block)
+		return -ENOMEM;
+	int err = file_read_block(fs, inode, lblk, block);
+	bool zeros = true;
+	for (uint32_t i = in; !err && i < bs && zeros; i++)
+		zeros = block[i] == 0;
+	free(block);
+	struct page *page;
+	if (!err && !zeros)
+		err = file_page_get(fs, inode, lblk, false, &page); /* zeroed past EOF */
+	return err;
 }

@@ -120,7 +120,9 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 		return -EFBIG;
 
 	ordfs_rwlock_wrlock(&inode->lock);
-	while ((size_t)done < len) {
+	if (off > inode->size && len > 0) /* the gap after EOF reads as zeros */
+		err = file_zero_eof_block(fs, inode);
+	while (!err && (size_t)done < len) {
 		uint64_t pos = off + (uint64_t)done;
 		uint64_t lblk = pos / bs;
 		uint32_t at = (uint32_t)(pos % bs);

@@ -2,37 +2,99 @@
  * truncate.c - truncate(2) of regular files (ops.h, file.h).
  *
  * Rules:
- *  - Shrinking drops the pages past the new end, zeroes the tail of the
- *    last block (growing the file later never shows old bytes) and frees
- *    the blocks inside the orphan bracket (orphan_truncate_blocks), so a
- *    crash in between is finished by the next mount.  Every block past
- *    the end goes, preallocated (KEEP_SIZE) ones too, as Linux does.
- *  - Growing only moves inode->size: a hole; d.size follows at writeback.
+ *  - Shrinking drops the pages past the new end, makes the kept last
+ *    block's bytes past the new end zeros, and frees the blocks inside the
+ *    orphan bracket (orphan_truncate_blocks), so a crash in between is
+ *    finished by the next mount.  Every block past the end goes,
+ *    preallocated (KEEP_SIZE) ones too, as Linux does.
+ *  - The kept last block, when it holds bytes the size on disk still
+ *    covers, is logged zeroed in the handle that lowers that size: a crash
+ *    shows the file before the truncate or after it, never its data cut
+ *    away while the old size still claims it.  Written in place (a page
+ *    written back), the zeros could reach the disk before the truncate
+ *    commits.  Otherwise only a page is zeroed (its bytes are not on the
+ *    image's file yet).
+ *  - Growing makes the old last block's bytes past EOF zeros first
+ *    (file_zero_eof_block), then moves inode->size: a hole; d.size
+ *    follows at writeback, or at once when nothing is dirty.
  */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fs.h"
 #include "file.h"
 #include "ops.h"
+#include "extent/extent.h"
 #include "inode/inode.h"
 #include "inode/pages.h"
 #include "journal/journal.h"
 #include "lock/lock.h"
 #include "orphan/orphan.h"
 
-/* Zeroes the part of the last block past a new, smaller size so that
- * growing the file later never shows old bytes. */
-static int zero_tail_of_last_block(struct ordfs *fs, struct inode *inode, uint64_t size)
+/* The new last block after a shrink to `size`: zeroes its page past size,
+ * and when the block is written and the size on disk covers bytes of it
+ * past size, fills *tail (its contents, zeroed past size, in `block`) for
+ * the handle that lowers d.size.  *page: the block's page, if any. */
+static int zero_new_tail(struct ordfs *fs, struct inode *inode, uint64_t size,
+			 struct truncate_tail *tail, uint8_t *block, struct page **page)
 {
-	uint32_t in = (uint32_t)(size % fs->block_size);
+	uint32_t bs = fs->block_size;
+	uint32_t in = (uint32_t)(size % bs);
+	uint64_t lblk = size / bs;
+	*page = NULL;
+	tail->data = NULL;
 	if (in == 0)
 		return 0;
-	return file_zero_partial(fs, inode, size / fs->block_size, in, fs->block_size);
+	*page = pages_find(inode, lblk);
+	if (*page)
+		memset((*page)->data + in, 0, bs - in);
+	if (inode->d.size <= size)
+		return 0; /* nothing past size is on the image's file yet */
+	struct ordfs_extent ext;
+	int mapped = extent_lookup(fs, inode, lblk, &ext);
+	if (mapped <= 0 || (ext.flags & ORDFS_EXT_UNWRITTEN))
+		return mapped < 0 ? mapped : 0; /* a hole or a delayed page: zeros */
+	int err = 0;
+	if (*page)
+		memcpy(block, (*page)->data, bs);
+	else
+		err = file_read_block(fs, inode, lblk, block);
+	if (err)
+		return err;
+	memset(block + in, 0, bs - in);
+	tail->phys = ext.physical + (lblk - ext.logical);
+	tail->data = block;
+	return 0;
+}
+
+static int shrink(struct ordfs *fs, struct inode *inode, uint64_t size)
+{
+	uint32_t bs = fs->block_size;
+	uint64_t keep_blocks = (size + bs - 1) / bs;
+	uint8_t *block = malloc(bs);
+	if (!block)
+		return -ENOMEM;
+	struct truncate_tail tail;
+	struct page *page;
+	int err = pages_drop_range(fs, inode, keep_blocks, UINT64_MAX);
+	if (!err)
+		err = zero_new_tail(fs, inode, size, &tail, block, &page);
+	if (!err) {
+		inode->size = size;
+		if (inode->d.size > size)
+			inode->d.size = size;
+		err = orphan_truncate_blocks(fs, inode, keep_blocks, tail.data ? &tail : NULL);
+		/* The page's bytes are logged: the block's buffer holds them. */
+		if (!err && tail.data && page)
+			pages_remove(fs, inode, page);
+	}
+	free(block);
+	return err;
 }
 
 int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
 {
-	uint32_t bs = fs->block_size;
 	int err = 0;
 
 	if (size > (1ull << 62))
@@ -41,18 +103,11 @@ int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
 		/* Shrinking, or truncating to the same size: either way every
 		 * block past the new end goes, preallocated (KEEP_SIZE) blocks
 		 * included, as Linux's truncate does. */
-		uint64_t keep_blocks = (size + bs - 1) / bs;
-		err = pages_drop_range(fs, inode, keep_blocks, UINT64_MAX);
+		err = shrink(fs, inode, size);
+	} else {
+		err = file_zero_eof_block(fs, inode);
 		if (!err)
-			err = zero_tail_of_last_block(fs, inode, size);
-		if (!err) {
-			inode->size = size;
-			if (inode->d.size > size)
-				inode->d.size = size;
-			err = orphan_truncate_blocks(fs, inode, keep_blocks);
-		}
-	} else if (size > inode->size) {
-		inode->size = size; /* a hole; d.size follows at writeback */
+			inode->size = size; /* a hole; d.size follows at writeback */
 	}
 	if (!err) {
 		struct handle *h;

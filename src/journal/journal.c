@@ -397,6 +397,20 @@ out:
 	return err;
 }
 
+int journal_log_block(struct handle *h, uint64_t blockno, const void *data)
+{
+	struct bcache *cache = h->j->cache;
+	struct buf *b = bcache_peek(cache, blockno);
+	int err = b ? 0 : bcache_get_new(cache, blockno, &b);
+	if (err)
+		return err;
+	err = journal_get_write_access(h, b, 0);
+	if (!err)
+		memcpy(b->data, data, bcache_block_size(cache));
+	bcache_put(cache, b);
+	return err;
+}
+
 int journal_forget(struct handle *h, uint64_t blockno)
 {
 	struct journal *j = h->j;

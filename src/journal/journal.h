@@ -19,12 +19,14 @@
  *
  * The durability rules.  Code that keeps one cites it as [Jn].
  *
- *  J1 Ordered data first.  In data=ordered, data blocks that a transaction
- *     makes reachable (newly allocated) are written before the handle that
- *     records the allocation starts, so flush F1 of that transaction's commit
- *     makes them durable before its commit record can count (or they are
- *     logged in the transaction itself: small fsync'd data, writeback/route.c).
- *     Overwrites of blocks already allocated are not ordered (as in jbd2).
+ *  J1 Ordered data first.  Data that a transaction makes reachable (blocks
+ *     it allocates or converts, in every mode; bytes of a written block that
+ *     a size it raises exposes, in data=ordered) is written before the
+ *     handle that does it starts, so flush F1 of that transaction's commit
+ *     (or the writer's own flush first) makes it durable before the commit
+ *     record can count, or it is logged in the transaction itself (small
+ *     fsync'd data, data=journal: writeback/route.c).  Overwrites inside the
+ *     size on disk are not ordered (as in jbd2).
  *  J2 Log before commit record.  Descriptor, block copies and revoke blocks
  *     are written before the commit record, whose CRC is chained over them
  *     all, so a record without them does not validate.  F1 (a flush before
@@ -156,6 +158,12 @@ uint64_t journal_handle_tid(const struct handle *h);
  * the running transaction (and is pinned until checkpointed).  Call before
  * every modification; cheap when b is already in the transaction. */
 int journal_get_write_access(struct handle *h, struct buf *b, unsigned flags);
+/* Logs `data` (a whole block) as the new contents of block blockno in this
+ * handle: file data that goes through the log (data=journal, a small
+ * fsync's new data, a truncate's zeroed last block).  The block gets a
+ * cached buffer, so later writes of it are logged too and reads find the
+ * newest bytes there (DESIGN.md, "coherence").  One credit. */
+int journal_log_block(struct handle *h, uint64_t blockno, const void *data);
 /* A block is being freed in this handle's transaction: drop it from the
  * transaction, record a revoke if the log holds it (J6), and remember the
  * free for the checkpoint (J5).  Safe for blocks never journaled. */

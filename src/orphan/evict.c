@@ -36,7 +36,7 @@ void orphan_evict(struct ordfs *fs, struct inode *inode)
 		err = pages_drop_range(fs, inode, 0, UINT64_MAX);
 		if (!err) {
 			inode->size = inode->d.size = 0;
-			err = orphan_truncate_blocks(fs, inode, 0);
+			err = orphan_truncate_blocks(fs, inode, 0, NULL);
 		}
 	} else if (!(inode->d.flags & ORDFS_INODE_FAST_SYMLINK)) {
 		err = unmap_from(fs, inode, 0); /* directory, long symlink: metadata */

@@ -76,10 +76,20 @@ int orphan_process_list(struct ordfs *fs);
  * lowers d.size (it writes the inode), end after the last block is freed. */
 int orphan_truncate_begin(struct ordfs *fs, struct handle *h, struct inode *inode);
 int orphan_truncate_end(struct ordfs *fs, struct inode *inode);
+/* The last block a truncate keeps, with its bytes past the new size
+ * zeroed: logged in the handle that lowers d.size, so the size and the
+ * zeros commit together (a crash shows the file before the truncate or
+ * after it, never its data cut away under the old size). */
+struct truncate_tail {
+	uint64_t phys;       /* the block on the image */
+	const uint8_t *data; /* its new contents, a whole block */
+};
 /* A truncate's block freeing, with d.size already lowered in memory:
- * writes it inside the bracket, frees every block from keep_blocks on,
- * and closes the bracket. */
-int orphan_truncate_blocks(struct ordfs *fs, struct inode *inode, uint64_t keep_blocks);
+ * writes it inside the bracket (with `tail`, if not NULL, logged in the
+ * same handle), frees every block from keep_blocks on, and closes the
+ * bracket. */
+int orphan_truncate_blocks(struct ordfs *fs, struct inode *inode, uint64_t keep_blocks,
+			   const struct truncate_tail *tail);
 /* Unmaps (and frees) the blocks [first_lblk, first_lblk + count), or every
  * block from first_lblk on, a bounded number of extent records per
  * handle. */

@@ -6,7 +6,8 @@
  *  - A truncate that frees blocks in several handles keeps the inode on
  *    the orphan list from the handle that lowers d.size to the last one,
  *    so a crash in between is finished by the next mount
- *    (orphan_process_list).  An unlinked inode is on the list already and
+ *    (orphan_process_list).  The handle that lowers d.size also logs the
+ *    kept last block with its tail zeroed, so size and zeros are atomic.  An unlinked inode is on the list already and
  *    stays there.
  *  - Each handle removes a bounded number of extent records (as many as
  *    the journal's largest handle allows, up to 16), so a huge file never
@@ -69,21 +70,27 @@ int unmap_from(struct ordfs *fs, struct inode *inode, uint64_t first_lblk)
 }
 
 /* Writes the lowered size and puts the inode on the orphan list in one
- * handle, so a crash before the blocks are freed is finished at mount. */
-static int truncate_lower_size(struct ordfs *fs, struct inode *inode)
+ * handle, so a crash before the blocks are freed is finished at mount;
+ * the zeroed last block (if any) goes into the same handle. */
+static int truncate_lower_size(struct ordfs *fs, struct inode *inode,
+			       const struct truncate_tail *tail)
 {
 	struct handle *h;
-	int err = journal_start(fs->journal, INODE_WRITE_CREDITS + 2, &h);
+	int err = journal_start(fs->journal, INODE_WRITE_CREDITS + 2 + (tail ? 1 : 0), &h);
 	if (err)
 		return err;
-	err = orphan_truncate_begin(fs, h, inode);
+	if (tail)
+		err = journal_log_block(h, tail->phys, tail->data);
+	if (!err)
+		err = orphan_truncate_begin(fs, h, inode);
 	int serr = journal_stop(h);
 	return err ? err : serr;
 }
 
-int orphan_truncate_blocks(struct ordfs *fs, struct inode *inode, uint64_t keep_blocks)
+int orphan_truncate_blocks(struct ordfs *fs, struct inode *inode, uint64_t keep_blocks,
+			   const struct truncate_tail *tail)
 {
-	int err = truncate_lower_size(fs, inode);
+	int err = truncate_lower_size(fs, inode, tail);
 	if (!err)
 		err = unmap_from(fs, inode, keep_blocks);
 	if (!err)

@@ -11,9 +11,15 @@
  *    the commit fsync waits for.  CONVERT: the data goes first, then a
  *    handle marks the blocks written, raising d.size past them: the
  *    conversion makes the data reachable, so it is ordered like an
- *    allocation [J1].
+ *    allocation [J1].  EXTEND (a written block holding bytes at or past
+ *    d.size: the partly filled last block of a growing file): the data
+ *    goes first, then a handle raises d.size over it; in data=ordered that
+ *    handle is ordered like an allocation, since the size makes those
+ *    bytes reachable exactly as a mapping would.  Logged, EXTEND raises
+ *    d.size in the handle that logs the data.
  *  - inode->size is the size users see; d.size (on disk) becomes
- *    inode->size once the data below it is written back.
+ *    inode->size once the data below it is written back, and never covers
+ *    bytes written in place that are not yet ordered (route.h).
  *  - data=journal: each page is copied into the block's cache buffer under
  *    the handle that maps it (or, for mapped blocks, a handle of its own),
  *    logged and committed with its metadata, home only at checkpoint.  A
@@ -84,23 +90,13 @@ static int write_run(struct ordfs *fs, struct page **v, uint32_t n, uint64_t phy
 	return err;
 }
 
-/* data=journal: pages v[0..n) become the contents of blocks phys.. in
- * handle h (logged with it, written home at checkpoint). */
-static int log_run(struct ordfs *fs, struct handle *h, struct page **v, uint32_t n,
-		   uint64_t phys)
+/* Pages v[0..n) become the contents of blocks phys.. in handle h (logged
+ * with it, written home at checkpoint). */
+static int log_run(struct handle *h, struct page **v, uint32_t n, uint64_t phys)
 {
 	int err = 0;
-	for (uint32_t i = 0; i < n && !err; i++) {
-		struct buf *b = bcache_peek(fs->cache, phys + i);
-		if (!b)
-			err = bcache_get_new(fs->cache, phys + i, &b);
-		if (err)
-			break;
-		err = journal_get_write_access(h, b, 0);
-		if (!err)
-			memcpy(b->data, v[i]->data, fs->block_size);
-		bcache_put(fs->cache, b);
-	}
+	for (uint32_t i = 0; i < n && !err; i++)
+		err = journal_log_block(h, phys + i, v[i]->data);
 	return err;
 }
 
@@ -122,21 +118,41 @@ static uint32_t loggable(struct ordfs *fs, uint32_t n, uint32_t overhead)
 	return n < room ? n : room;
 }
 
-/* After background writeback (`paced`) wrote new data in place, makes it
- * durable itself, before the handle that makes it reachable: so no commit
+/* After writeback wrote new data in place by a route that orders it
+ * (`ordered`, wb_route_ordered): background writeback (`paced`) makes it
+ * durable itself, before the handle that makes it reachable, so no commit
  * someone waits for needs F1 for another file's data (the flush is the
  * heavy writer's to pay).  A sync's own data is left to its commit's F1
  * (one flush, not two).  Returns, in *needs_f1, whether the handle must
- * still order the data. */
-static int flush_own_data(struct ordfs *fs, bool paced, bool *needs_f1)
+ * still order the data (journal_ordered_data). */
+static int flush_own_data(struct ordfs *fs, bool paced, bool ordered, bool *needs_f1)
 {
-	*needs_f1 = fs->opts.data_mode == JOURNAL_DATA_ORDERED;
-	if (!paced || !*needs_f1 || !fs->opts.barrier)
+	*needs_f1 = ordered;
+	if (!paced || !ordered || !fs->opts.barrier)
 		return 0;
 	int err = flush_guard_flush_since(fs->bd, flush_guard_mark(fs->bd));
 	if (!err)
 		*needs_f1 = false;
 	return err;
+}
+
+/* Raises d.size to `size` in a handle of its own (EXTEND in place: the data
+ * below it is written); `needs_f1`: that data is not durable yet and this
+ * handle makes it reachable (data=ordered). */
+static int publish_size(struct ordfs *fs, struct inode *inode, uint64_t size, bool needs_f1)
+{
+	if (size <= inode->d.size)
+		return 0;
+	struct handle *h;
+	int err = journal_start(fs->journal, INODE_WRITE_CREDITS, &h);
+	if (err)
+		return err;
+	if (needs_f1)
+		journal_ordered_data(h);
+	inode->d.size = size;
+	err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+	int serr = journal_stop(h);
+	return err ? err : serr;
 }
 
 /* Allocates, writes [J1] and maps a run of delayed pages (consecutive
@@ -152,7 +168,8 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 	uint32_t meta = extent_credits(fs, inode, 1) + 1;
 	bool paced = !facts.waited;
 	facts.cached = false;
-	bool log = wb_route_logged(wb_route_choose(&facts));
+	enum wb_route route = wb_route_choose(&facts);
+	bool log = wb_route_logged(route);
 	if (log)
 		n = loggable(fs, n, meta + alloc_credits(fs->alloc, n));
 	int err = alloc_claim_blocks(fs->alloc, goal, n, ALLOC_FROM_RESERVATION, &start, &got);
@@ -163,7 +180,8 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 		uint32_t keep = cached_run(fs, start, got, false);
 		if (keep == 0) {
 			facts.cached = true;
-			log = wb_route_logged(wb_route_choose(&facts));
+			route = wb_route_choose(&facts);
+			log = wb_route_logged(route);
 			ORDFS_ASSERT(log);
 			keep = loggable(fs, got, meta + alloc_credits(fs->alloc, got));
 		}
@@ -177,7 +195,7 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 		err = write_run(fs, v, got, start, paced);
 	bool needs_f1 = false;
 	if (!err && !log)
-		err = flush_own_data(fs, paced, &needs_f1);
+		err = flush_own_data(fs, paced, wb_route_ordered(route, facts.mode), &needs_f1);
 	if (err)
 		goto unclaim;
 
@@ -198,7 +216,7 @@ static int64_t writeback_delayed(struct ordfs *fs, struct inode *inode, struct p
 		undo = err && alloc_unmark_blocks(fs->alloc, h, start, got) == 0;
 	}
 	if (!err && log)
-		err = log_run(fs, h, v, got, start); /* fails only if the journal aborted */
+		err = log_run(h, v, got, start); /* fails only if the journal aborted */
 	if (!err) {
 		uint64_t end = (v[0]->lblk + got) * fs->block_size;
 		uint64_t disk = end < inode->size ? end : inode->size;
@@ -224,9 +242,9 @@ unclaim:
 /* Gives the mapped blocks [lblk, lblk + count) the extent flags `flags`,
  * in as few handles as the journal allows.  Each handle also raises d.size
  * to disk_size (if larger), so no written block is ever past d.size.
- * `orders_data`: the change makes data written in place visible (an
- * unwritten extent becomes written), so in data=ordered its commit needs
- * F1 first. */
+ * `orders_data`: the change makes data written in place and not yet
+ * durable visible (an unwritten extent becomes written), so its commit
+ * needs F1 first. */
 int writeback_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk,
 			       uint64_t count, uint32_t flags, uint64_t disk_size,
 			       bool orders_data)
@@ -238,7 +256,7 @@ int writeback_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t l
 		int err = journal_start(fs->journal, extent_credits(fs, inode, per_handle), &h);
 		if (err)
 			return err;
-		if (orders_data && fs->opts.data_mode == JOURNAL_DATA_ORDERED)
+		if (orders_data)
 			journal_ordered_data(h);
 		int more = extent_set_flags(fs, h, inode, lblk, count, flags, per_handle);
 		if (more >= 0 && disk_size > inode->d.size) {
@@ -255,37 +273,60 @@ int writeback_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t l
 	}
 }
 
-/* Writes a run of pages over mapped blocks by route WB_OVERWRITE_* or
- * WB_CONVERT_*: in place or through the log.  Over an unwritten extent
- * the data goes first, then a handle marks the blocks written (and moves
- * d.size past them): the conversion is what makes the data visible, so
- * like an allocation it must not commit before the data is written [J1]
- * (or logged).  The run is cut where the blocks' cached state changes.
- * Returns pages done. */
+/* Writes a run of pages over mapped blocks by route WB_OVERWRITE_*,
+ * WB_CONVERT_* or WB_EXTEND_*: in place or through the log.  Over an
+ * unwritten extent the data goes first, then a handle marks the blocks
+ * written (and moves d.size past them); pages at or past d.size on written
+ * blocks go first, then a handle raises d.size over them.  Either handle
+ * makes the data reachable, so like an allocation it must not commit
+ * before the data is written [J1] (or logged), where the route orders it.
+ * The run is cut where pages start to extend the file and where the
+ * blocks' cached state changes.  Returns pages done. */
 static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct page **v,
 				uint32_t n, const struct ordfs_extent *ext,
 				struct wb_route_facts facts)
 {
+	uint32_t bs = fs->block_size;
 	uint64_t off_in_ext = v[0]->lblk - ext->logical;
 	uint64_t room = ext->len - off_in_ext;
 	uint32_t len = n < room ? n : (uint32_t)room;
 	uint64_t phys = ext->physical + off_in_ext;
 	bool paced = !facts.waited;
 	facts.unwritten = ext->flags & ORDFS_EXT_UNWRITTEN;
+	facts.extends = false;
+	if (!facts.unwritten) {
+		/* The first block holding bytes at or past d.size. */
+		uint64_t first_new = inode->d.size / bs;
+		facts.extends = v[0]->lblk >= first_new;
+		if (!facts.extends && v[0]->lblk + len > first_new)
+			len = (uint32_t)(first_new - v[0]->lblk);
+	}
 	facts.cached = false;
-	bool log = wb_route_logged(wb_route_choose(&facts));
-	if (!log) { /* then the cached state decides */
+	enum wb_route route = wb_route_choose(&facts);
+	if (!wb_route_logged(route)) { /* then the cached state decides */
 		facts.cached = bcache_contains(fs->cache, phys);
 		len = cached_run(fs, phys, len, facts.cached);
-		log = wb_route_logged(wb_route_choose(&facts));
+		route = wb_route_choose(&facts);
 	}
+	bool log = wb_route_logged(route);
+	uint64_t end = (v[0]->lblk + len) * bs;
+	uint64_t new_dsize = end < inode->size ? end : inode->size;
 	int err;
 	if (log) {
-		len = loggable(fs, len, 0);
+		uint32_t size_credits = facts.extends ? INODE_WRITE_CREDITS : 0;
+		len = loggable(fs, len, size_credits);
+		end = (v[0]->lblk + len) * bs;
+		new_dsize = end < inode->size ? end : inode->size;
 		struct handle *h;
-		err = journal_start(fs->journal, len, &h);
+		err = journal_start(fs->journal, len + size_credits, &h);
 		if (!err) {
-			err = log_run(fs, h, v, len, phys);
+			err = log_run(h, v, len, phys);
+			if (!err && facts.extends && new_dsize > inode->d.size) {
+				/* The logged bytes and the size that exposes them
+				 * commit together. */
+				inode->d.size = new_dsize;
+				err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
+			}
 			/* fsync and fdatasync must wait for this transaction. */
 			uint64_t tid = journal_handle_tid(h);
 			if (tid > inode->sync_tid)
@@ -299,16 +340,13 @@ static int64_t writeback_mapped(struct ordfs *fs, struct inode *inode, struct pa
 	} else {
 		err = write_run(fs, v, len, phys, paced);
 	}
-	if (!err && (ext->flags & ORDFS_EXT_UNWRITTEN)) {
-		uint64_t end = (v[0]->lblk + len) * fs->block_size;
-		bool needs_f1 = false;
-		if (!log)
-			err = flush_own_data(fs, paced, &needs_f1);
-		if (!err)
-			err = writeback_set_extent_flags(fs, inode, v[0]->lblk, len, 0,
-						    end < inode->size ? end : inode->size,
-						    needs_f1);
-	}
+	bool needs_f1 = false;
+	if (!err && !log)
+		err = flush_own_data(fs, paced, wb_route_ordered(route, facts.mode), &needs_f1);
+	if (!err && facts.unwritten)
+		err = writeback_set_extent_flags(fs, inode, v[0]->lblk, len, 0, new_dsize, needs_f1);
+	else if (!err && facts.extends && !log)
+		err = publish_size(fs, inode, new_dsize, needs_f1);
 	return err ? (int64_t)err : (int64_t)len;
 }
 

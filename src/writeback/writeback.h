@@ -7,9 +7,10 @@
  *  - the write routes (route.h) and their execution (writeback.c):
  *    writeback of a file claims blocks for its delayed pages, writes the
  *    data there, and only then starts the handle that marks the bitmap
- *    and maps the extent [J1], so the transaction that makes the data
- *    reachable never waits for it and a commit carries no other file's
- *    data: fsync of one file writes one file;
+ *    and maps the extent (or raises the size over a written last block)
+ *    [J1], so the transaction that makes the data reachable never waits
+ *    for it and a commit carries no other file's data: fsync of one file
+ *    writes one file;
  *  - the dirty limit and the bandwidth estimate that sizes it, and the
  *    throttling of a writer past it (limit.c);
  *  - the writeback thread (thread.c).
@@ -49,8 +50,8 @@ int writeback_slices(struct ordfs *fs, uint64_t max_pages);
 int writeback_early(struct ordfs *fs);
 /* Gives the mapped blocks [lblk, lblk + count) extent flags `flags`
  * (extent_set_flags) in bounded handles, raising d.size to disk_size in
- * each.  `orders_data`: the change makes data written in place visible,
- * so in data=ordered its commit needs F1 first. */
+ * each.  `orders_data`: the change makes data written in place, and not
+ * yet durable, visible, so its commit needs F1 first. */
 int writeback_set_extent_flags(struct ordfs *fs, struct inode *inode, uint64_t lblk,
 			       uint64_t count, uint32_t flags, uint64_t disk_size,
 			       bool orders_data);

@@ -7,9 +7,13 @@
  *     and both journal sizes, all 180 1-operation workloads, a seeded
  *     sample of 2-operation workloads in data=ordered and a smaller one in
  *     writeback and journal, sampled 3-operation workloads, and six long
- *     runs (each mode, each journal size);
+ *     runs (each mode, each journal size); then the tail workloads
+ *     (workloads.c): every tail operation with every persistence on three
+ *     files in data=ordered and on one in the other modes (400), 200
+ *     sampled pairs, and log-file runs in each mode;
  *   --long: every 2-operation sequence (32,400) in data=ordered, larger
- *     samples elsewhere, twelve long runs of 400 operations;
+ *     samples elsewhere, twelve long runs of 400 operations, every pair
+ *     of tail operations on one file (6400) and 2000 sampled ones;
  *   --jobs N: N worker processes (default: 2 for --long, else 1);
  *   --every N: about one workload in N, picked by a hash of its index
  *     (a stride would alias with the tier's i % 2/3/4 choices); the
@@ -90,7 +94,8 @@ int main(int argc, char **argv)
 	}
 	struct crash_tier t = {
 		.fixed = 24, .one_op = 180, .two_op = 150, .two_op_other = 60,
-		.three_op = 40, .long_runs = 6, .long_ops = 150, .seed = seed,
+		.three_op = 40, .long_runs = 6, .long_ops = 150,
+		.tail_one = 400, .tail_two = 200, .logfile = 6, .seed = seed,
 	};
 	if (longrun) {
 		t.two_op = 180 * 180;
@@ -99,6 +104,9 @@ int main(int argc, char **argv)
 		t.three_op = 4000;
 		t.long_runs = 12;
 		t.long_ops = 400;
+		t.tail_two = 80 * 80 + 2000;
+		t.tail_two_all = true;
+		t.logfile = 12;
 	}
 	if (!jobs)
 		jobs = longrun ? 2 : 1;

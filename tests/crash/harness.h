@@ -25,6 +25,10 @@
  *   R from to dhash size      rename of a regular file with these bytes
  *   W ino off len fill        write of pattern fill + 7 * i at off (data
  *                             the file may show, data=ordered check)
+ *   V ino k                   version k of inode ino may be on the image
+ *                             from here on (its bytes: crash_run.versions)
+ *   S ino k                   version k of ino is durable: no older one
+ *                             of that inode may show any more
  */
 #ifndef ORDFS_CRASH_HARNESS_H
 #define ORDFS_CRASH_HARNESS_H
@@ -84,8 +88,19 @@ uint64_t crash_enumerate(const struct crash_log *log, const struct crash_enum_pa
 
 /* ---- workload.c ----------------------------------------------------------- */
 
+/* What a regular file held after one operation: the contents the oracle
+ * holds a crash image to (a file is a version from its last durable one
+ * on, byte by byte; see oracle.c). */
+struct crash_version {
+	uint32_t ino;
+	uint64_t size;
+	uint8_t *data;
+};
+
 struct crash_run {
 	struct blockdev *mem, *rec;
+	struct crash_version *versions; /* indexed by the k of "V ino k" */
+	size_t nversions;
 	struct ordfs *fs;
 	uint8_t *base;              /* the image when logging began */
 	struct ordfs_options opts;
@@ -130,6 +145,10 @@ void op_sync(struct crash_run *r);
  * (an early pass), or UINT64_MAX: the periodic pass, every page in
  * slices; they go to the image, nothing becomes durable by promise. */
 void op_background_writeback(struct crash_run *r, uint64_t max_pages);
+/* The periodic commit as the daemon's threads make it: a background
+ * writeback pass (max_pages as above), then a commit of the running
+ * transaction.  Nothing is promised durable by it. */
+void op_periodic_commit(struct crash_run *r, uint64_t max_pages);
 
 /* ---- oracle.c ------------------------------------------------------------- */
 
@@ -152,6 +171,10 @@ struct crash_tier {
 	unsigned three_op;    /* sampled 3-operation workloads */
 	unsigned long_runs;   /* fsx-style runs of long_ops operations */
 	unsigned long_ops;
+	unsigned tail_one;    /* 1-operation tail workloads (at most 400: all) */
+	unsigned tail_two;    /* 2-operation tail workloads: sampled, or all */
+	bool tail_two_all;    /* the first 6400 are every pair on file t */
+	unsigned logfile;     /* log-file workloads (modes in turn) */
 	uint64_t seed;
 };
 unsigned crash_tier_count(const struct crash_tier *t);

@@ -11,9 +11,18 @@
  *   - a durable regular file being renamed is under exactly one of the two
  *     names; in data=ordered, a rename over a durable file leaves the old
  *     or the new bytes there (replace-via-rename);
- *   - in data=ordered, no file shows a byte that no write put in it at
+ *   - in every mode, no file shows a byte that no write put in it at
  *     that offset (garbage, another file's blocks, stale data): every
  *     non-zero byte matches one of its writes' patterns;
+ *   - in data=ordered and data=journal, a file is one of its versions
+ *     from the last durable one on ("V" and "S" marks), byte by byte: its
+ *     size is one of theirs (or a block boundary between the smallest and
+ *     the largest: writeback raises the size a run of blocks at a time),
+ *     and each byte is what one of them holds at that offset, so an
+ *     appended file is a prefix of the new bytes at least as long as the
+ *     old, and a truncate that did not happen has cut nothing away;
+ *   - in every mode, growing a file after recovery shows zeros past its
+ *     old end (no bytes a crash left past EOF come back);
  *   - every directory takes a new file and a new directory and gives them
  *     back; after unmount the checker finds nothing.
  */
@@ -53,6 +62,8 @@ struct promises {
 	unsigned n;
 	struct data_write *w;
 	size_t nw;
+	bool *visible; /* [k]: "V ino k" came before the crash point */
+	bool *durable; /* [k]: "S ino k" did */
 };
 
 static struct expectation *find(struct promises *p, const char *path)
@@ -100,7 +111,8 @@ static void on_rename(struct promises *p, const char *from, const char *to, uint
 	}
 }
 
-static void gather(const struct crash_log *log, size_t limit, struct promises *p)
+static void gather(const struct crash_log *log, size_t limit, size_t nversions,
+		   struct promises *p)
 {
 	for (size_t i = 0; i < limit && i < log->n; i++) {
 		if (log->ev[i].type != BD_EV_MARK)
@@ -154,6 +166,11 @@ static void gather(const struct crash_log *log, size_t limit, struct promises *p
 			    p->nw < MAX_WRITES)
 				p->w[p->nw++] = (struct data_write){ ino, off, len, (uint8_t)fill };
 			break;
+		case 'V':
+		case 'S':
+			if (sscanf(m + 2, "%u %" SCNu64, &ino, &off) == 2 && off < nversions)
+				(m[0] == 'V' ? p->visible : p->durable)[off] = true;
+			break;
 		default:
 			break;
 		}
@@ -195,7 +212,7 @@ static void check_directories(const struct crash_oracle_ctx *c, struct ordfs *fs
 	(void)p;
 }
 
-/* data=ordered: each non-zero byte of each written inode matches a write. */
+/* Each non-zero byte of each written inode matches a write to it. */
 static void check_no_stray_data(const struct crash_oracle_ctx *c, struct ordfs *fs,
 				const struct promises *p, const char *state)
 {
@@ -247,6 +264,140 @@ static void check_no_stray_data(const struct crash_oracle_ctx *c, struct ordfs *
 	}
 }
 
+/* Reads all of f (without moving atime) into a buffer; its size in *size. */
+static uint8_t *read_all(struct ordfs *fs, struct inode *f, uint64_t *size)
+{
+	uint8_t *buf = NULL;
+	uint64_t cap = 0;
+	*size = 0;
+	for (;;) {
+		if (*size + CRASH_BS > cap) {
+			uint8_t *b = realloc(buf, cap + 16 * CRASH_BS);
+			if (!b)
+				break;
+			buf = b;
+			cap += 16 * CRASH_BS;
+		}
+		ssize_t n = ordfs_read_for_write(fs, f, buf + *size, CRASH_BS, *size);
+		if (n <= 0)
+			break;
+		*size += (uint64_t)n;
+	}
+	return buf;
+}
+
+/* The versions inode ino may show: visible ones from its last durable one
+ * on (all visible ones if none is durable yet), newest first.  Returns
+ * how many, in cand[0..]. */
+static size_t candidates(const struct crash_run *r, const struct promises *p, uint32_t ino,
+			 const struct crash_version **cand)
+{
+	size_t floor = 0, n = 0;
+	for (size_t k = 0; k < r->nversions; k++)
+		if (r->versions[k].ino == ino && p->durable[k])
+			floor = k;
+	for (size_t k = r->nversions; k-- > floor;)
+		if (r->versions[k].ino == ino && p->visible[k])
+			cand[n++] = &r->versions[k];
+	return n;
+}
+
+/* data=ordered and data=journal: the file is its versions' bytes (see the
+ * header).  Returns false after reporting a violation. */
+static bool file_is_a_version(const struct crash_oracle_ctx *c, uint32_t ino, const uint8_t *buf,
+			      uint64_t size, const struct crash_version **cand, size_t n,
+			      const char *state)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	bool size_ok = false;
+	for (size_t i = 0; i < n; i++) {
+		if (cand[i]->size == size && memcmp(cand[i]->data, buf, size) == 0)
+			return true;
+		size_ok |= cand[i]->size == size;
+		lo = cand[i]->size < lo ? cand[i]->size : lo;
+		hi = cand[i]->size > hi ? cand[i]->size : hi;
+	}
+	if (!size_ok && !(size % CRASH_BS == 0 && size >= lo && size <= hi)) {
+		crash_violation(c->workload, state,
+				"inode %u has %" PRIu64 " bytes: no version from its last durable one "
+				"on had that size (%zu versions, %" PRIu64 "..%" PRIu64 ")", ino, size,
+				n, lo, hi);
+		return false;
+	}
+	for (uint64_t x = 0; x < size; x++) {
+		bool ok = false;
+		for (size_t i = 0; i < n && !ok; i++)
+			ok = x < cand[i]->size && cand[i]->data[x] == buf[x];
+		if (ok)
+			continue;
+		crash_violation(c->workload, state,
+				"inode %u byte %" PRIu64 " is %#x (size %" PRIu64 "): no version from "
+				"its last durable one on had it there", ino, x, buf[x], size);
+		for (size_t i = 0; crash_verbose && i < n; i++)
+			fprintf(stderr, "  version of %" PRIu64 " bytes: %s%#x\n", cand[i]->size,
+				x < cand[i]->size ? "" : "(past its end) ",
+				x < cand[i]->size ? cand[i]->data[x] : 0);
+		return false;
+	}
+	return true;
+}
+
+/* Every inode with versions: it is one of them (data=ordered and
+ * data=journal), and growing it shows zeros past its end (every mode). */
+static void check_versions(const struct crash_oracle_ctx *c, struct ordfs *fs,
+			   const struct promises *p, bool ordered, const char *state)
+{
+	const struct crash_run *r = c->run;
+	const struct crash_version **cand = calloc(r->nversions + 1, sizeof(*cand));
+	uint32_t *done = calloc(r->nversions + 1, sizeof(*done)); /* inodes judged */
+	size_t ndone = 0;
+	if (!cand || !done) {
+		free(cand);
+		free(done);
+		return;
+	}
+	for (size_t k = 0; k < r->nversions; k++) {
+		uint32_t ino = r->versions[k].ino;
+		bool first = p->visible[k];
+		for (size_t j = 0; j < ndone && first; j++)
+			first = done[j] != ino;
+		struct inode *f;
+		if (!first)
+			continue;
+		done[ndone++] = ino;
+		if (inode_get(fs, ino, &f) != 0)
+			continue;
+		if (!S_ISREG(f->d.mode) || f->d.links == 0) {
+			inode_put(fs, f);
+			continue;
+		}
+		uint64_t size;
+		uint8_t *buf = read_all(fs, f, &size);
+		size_t n = candidates(r, p, ino, cand);
+		bool ok = !buf || !ordered || n == 0 || file_is_a_version(c, ino, buf, size, cand, n,
+									  state);
+		free(buf);
+		/* Growing it: bytes past the old end read as zeros. */
+		uint64_t grown = size + 2 * CRASH_BS + 123;
+		uint8_t *tail = ok ? calloc(1, grown - size) : NULL;
+		if (tail && ordfs_truncate(fs, f, grown) == 0 &&
+		    ordfs_read_for_write(fs, f, tail, grown - size, size) == (ssize_t)(grown - size)) {
+			for (uint64_t x = 0; x < grown - size; x++)
+				if (tail[x]) {
+					crash_violation(c->workload, state,
+							"inode %u grown from %" PRIu64 " bytes shows %#x at "
+							"%" PRIu64 " (bytes past its old end came back)",
+							ino, size, tail[x], size + x);
+					break;
+				}
+		}
+		free(tail);
+		inode_put(fs, f);
+	}
+	free(cand);
+	free(done);
+}
+
 static void quiet(void *ctx, enum check_problem code, const char *msg)
 {
 	(void)ctx;
@@ -274,13 +425,17 @@ void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *sta
 		return;
 	}
 	struct promises *p = calloc(1, sizeof(*p));
-	if (p)
+	size_t nv = c->run->nversions;
+	if (p) {
 		p->w = calloc(MAX_WRITES, sizeof(*p->w));
-	if (!p || !p->w) {
+		p->visible = calloc(nv + 1, sizeof(bool));
+		p->durable = calloc(nv + 1, sizeof(bool));
+	}
+	if (!p || !p->w || !p->visible || !p->durable) {
 		crash_violation(c->workload, state, "out of memory");
 		goto out;
 	}
-	gather(c->log, limit, p);
+	gather(c->log, limit, nv, p);
 	/* data=journal promises at least what data=ordered does. */
 	bool ordered = opts.data_mode != JOURNAL_DATA_WRITEBACK;
 	for (unsigned i = 0; i < p->n; i++) {
@@ -318,12 +473,15 @@ void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *sta
 						e->path, e->pair, a ? "both names" : "neither name");
 		}
 	}
-	if (ordered)
-		check_no_stray_data(c, fs, p, state);
+	check_no_stray_data(c, fs, p, state);
+	check_versions(c, fs, p, ordered, state);
 	check_directories(c, fs, p, state);
 out:
-	if (p)
+	if (p) {
 		free(p->w);
+		free(p->visible);
+		free(p->durable);
+	}
 	free(p);
 	if (ordfs_unmount(fs) != 0)
 		crash_violation(c->workload, state, "unmount after recovery failed");

@@ -1,9 +1,11 @@
 /*
  * report.c - the counters and the violation report every crash tool
- * shares: one line per violation on stderr (the first 20), counted all.
+ * shares: one line per violation on stderr (the first 20, or as many as
+ * CRASH_SHOW says), counted all.
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "harness.h"
 
@@ -13,8 +15,11 @@ bool crash_verbose;
 void crash_violation(const char *workload, const char *state, const char *fmt, ...)
 {
 	va_list ap;
+	static uint64_t show;
+	if (!show)
+		show = getenv("CRASH_SHOW") ? strtoull(getenv("CRASH_SHOW"), NULL, 10) : 20;
 	crash_violations++;
-	if (crash_violations > 20)
+	if (crash_violations > show)
 		return; /* enough to act on */
 	fprintf(stderr, "VIOLATION %s [%s]: ", workload, state);
 	va_start(ap, fmt);

@@ -18,6 +18,7 @@
 
 #include "harness.h"
 #include "ops.h"
+#include "journal/journal.h"
 #include "writeback/writeback.h"
 #include "mkfs/mkfs.h"
 
@@ -118,6 +119,72 @@ bool crash_node_hash(struct ordfs *fs, const char *path, uint64_t *fhash, uint64
 	*fhash = crash_fnv(meta, sizeof(meta), *fhash);
 	inode_put(fs, f);
 	return true;
+}
+
+/* ---- versions ------------------------------------------------------------------- */
+
+/* The k of inode ino's newest version, or SIZE_MAX. */
+static size_t newest_version(const struct crash_run *r, uint32_t ino)
+{
+	for (size_t k = r->nversions; k-- > 0;)
+		if (r->versions[k].ino == ino)
+			return k;
+	return SIZE_MAX;
+}
+
+/* Before f changes: its next version may show on the image from here on
+ * ("V ino k").  Returns k, for version_end (SIZE_MAX: out of memory; the
+ * oracle then knows no version and checks nothing for that inode). */
+static size_t version_begin(struct crash_run *r, const struct inode *f)
+{
+	if (!S_ISREG(f->d.mode))
+		return SIZE_MAX;
+	struct crash_version *v = realloc(r->versions, (r->nversions + 1) * sizeof(*v));
+	if (!v)
+		return SIZE_MAX;
+	r->versions = v;
+	size_t k = r->nversions++;
+	v[k] = (struct crash_version){ f->ino, 0, NULL };
+	mark(r, "V %u %zu", f->ino, k);
+	return k;
+}
+
+/* After the change: version k is what f holds now (read without moving
+ * atime, so keeping versions changes nothing the workload logs). */
+static void version_end(struct crash_run *r, size_t k, struct inode *f)
+{
+	if (k == SIZE_MAX)
+		return;
+	struct crash_version *v = &r->versions[k];
+	uint64_t cap = 0;
+	for (;;) {
+		if (v->size + CRASH_BS > cap) {
+			uint8_t *d = realloc(v->data, cap + 16 * CRASH_BS);
+			if (!d)
+				break;
+			v->data = d;
+			cap += 16 * CRASH_BS;
+		}
+		ssize_t n = ordfs_read_for_write(r->fs, f, v->data + v->size, CRASH_BS, v->size);
+		if (n <= 0)
+			break;
+		v->size += (uint64_t)n;
+	}
+}
+
+/* The version of a file as it is now (a new, empty file). */
+static void version_now(struct crash_run *r, struct inode *f)
+{
+	version_end(r, version_begin(r, f), f);
+}
+
+static void free_versions(struct crash_run *r)
+{
+	for (size_t k = 0; k < r->nversions; k++)
+		free(r->versions[k].data);
+	free(r->versions);
+	r->versions = NULL;
+	r->nversions = 0;
 }
 
 static uint32_t ino_of(struct crash_run *r, const char *path)
@@ -246,6 +313,7 @@ void crash_run_end(struct crash_run *r)
 	for (size_t i = 0; i < npending; i++)
 		free(pending[i]);
 	npending = 0;
+	free_versions(r);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -259,7 +327,8 @@ void op_write(struct crash_run *r, const char *path, uint64_t off, size_t len)
 		return;
 	if (ordfs_lookup(r->fs, dir, name, &f) == -ENOENT) {
 		name_changes(r, path);
-		(void)ordfs_create(r->fs, dir, name, 0644, &cred, &f);
+		if (ordfs_create(r->fs, dir, name, 0644, &cred, &f) == 0)
+			version_now(r, f);
 	}
 	inode_put(r->fs, dir);
 	if (!f)
@@ -267,12 +336,14 @@ void op_write(struct crash_run *r, const char *path, uint64_t off, size_t len)
 	uint8_t fill = (uint8_t)(r->next_fill++ * 37 + 11);
 	touch_inode(r, path);
 	mark(r, "W %u %" PRIu64 " %zu %u", f->ino, off, len, fill);
+	size_t k = version_begin(r, f);
 	uint8_t *buf = malloc(len);
 	for (size_t i = 0; buf && i < len; i++)
 		buf[i] = (uint8_t)(fill + i * 7);
 	if (buf && S_ISREG(f->d.mode))
 		(void)ordfs_write(r->fs, f, buf, len, off);
 	free(buf);
+	version_end(r, k, f);
 	inode_put(r->fs, f);
 }
 
@@ -282,8 +353,10 @@ void op_truncate(struct crash_run *r, const char *path, uint64_t size)
 	if (!f)
 		return;
 	touch_inode(r, path);
+	size_t k = version_begin(r, f);
 	if (S_ISREG(f->d.mode))
 		(void)ordfs_truncate(r->fs, f, size);
+	version_end(r, k, f);
 	inode_put(r->fs, f);
 }
 
@@ -293,8 +366,10 @@ void op_fallocate(struct crash_run *r, const char *path, int mode, uint64_t off,
 	if (!f)
 		return;
 	touch_inode(r, path);
+	size_t k = version_begin(r, f);
 	if (S_ISREG(f->d.mode))
 		(void)ordfs_fallocate(r->fs, f, mode, off, len);
+	version_end(r, k, f);
 	inode_put(r->fs, f);
 }
 
@@ -305,8 +380,10 @@ void op_create(struct crash_run *r, const char *path)
 	if (!dir)
 		return;
 	name_changes(r, path);
-	if (ordfs_create(r->fs, dir, name, 0644, &cred, &f) == 0)
+	if (ordfs_create(r->fs, dir, name, 0644, &cred, &f) == 0) {
+		version_now(r, f);
 		inode_put(r->fs, f);
+	}
 	inode_put(r->fs, dir);
 }
 
@@ -420,13 +497,20 @@ void op_removexattr(struct crash_run *r, const char *path)
 
 /* ---- durability ------------------------------------------------------------------ */
 
+/* D or d for path (A if it is gone), and S for a regular file's newest
+ * version: no older one may show after a crash. */
 static void mark_node(struct crash_run *r, const char *path, char kind)
 {
 	uint64_t fh, dh, size;
-	if (crash_node_hash(r->fs, path, &fh, &dh, &size))
-		mark(r, "%c %s %" PRIu64 " %" PRIu64 " %" PRIu64, kind, path, fh, dh, size);
-	else
+	if (!crash_node_hash(r->fs, path, &fh, &dh, &size)) {
 		mark(r, "A %s", path);
+		return;
+	}
+	mark(r, "%c %s %" PRIu64 " %" PRIu64 " %" PRIu64, kind, path, fh, dh, size);
+	uint32_t ino = ino_of(r, path);
+	size_t k = ino ? newest_version(r, ino) : SIZE_MAX;
+	if (k != SIZE_MAX)
+		mark(r, "S %u %zu", ino, k);
 }
 
 /* After dir's entries became durable: each universe name in it, and
@@ -483,6 +567,12 @@ void op_background_writeback(struct crash_run *r, uint64_t max_pages)
 		(void)writeback_periodic(r->fs); /* the thread's periodic pass */
 	else
 		(void)writeback_slices(r->fs, max_pages); /* an early pass */
+}
+
+void op_periodic_commit(struct crash_run *r, uint64_t max_pages)
+{
+	op_background_writeback(r, max_pages);
+	(void)journal_force_commit(r->fs->journal);
 }
 
 void op_sync(struct crash_run *r)

@@ -188,6 +188,96 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* ---- the tail workloads ---------------------------------------------------------- */
+
+/* What happens at a file's end: appends into a partly filled last block,
+ * writes across and past EOF, truncates to mid-block, zero-range and
+ * punch-hole on partial blocks, preallocation past EOF.  Three files end
+ * inside a block (6000, 29435 and 70000 bytes); each operation is tried
+ * with each way its bytes reach the image: none (the crash comes first),
+ * fsync, fdatasync, the periodic pass and commit, or an early pass of one
+ * page and a commit. */
+static const char *const tail_universe[] = { "A", "B", "A/f", "B/h", "t", NULL };
+static const char *const tail_targets[] = { "A/f", "B/h", "t" };
+#define TAIL_KINDS 16u
+#define TAIL_PERSIST 5u
+#define TAIL_OPS (TAIL_KINDS * TAIL_PERSIST) /* 80 per target */
+#define TAIL_TARGETS 3u
+
+static void tail_setup(struct crash_run *r)
+{
+	op_mkdir(r, "A");
+	op_mkdir(r, "B");
+	op_write(r, "A/f", 0, 6000);
+	op_write(r, "B/h", 0, 29435);
+	op_write(r, "t", 0, 70000);
+}
+
+static uint64_t below(uint64_t s, uint64_t by)
+{
+	return s > by ? s - by : 0;
+}
+
+/* Tail operation `op` (0 .. TAIL_OPS-1) on file f. */
+static void tail_apply(struct crash_run *r, const char *f, unsigned op)
+{
+	unsigned kind = op / TAIL_PERSIST, persist = op % TAIL_PERSIST;
+	uint64_t s = size_of(r, f);
+	if (crash_verbose) {
+		size_t n;
+		blockdev_record_events(r->rec, &n);
+		fprintf(stderr, "  tail op %u (kind %u, %s of %" PRIu64 " bytes, persist %u) at event %zu\n",
+			op, kind, f, s, persist, n);
+	}
+	switch (kind) {
+	case 0: op_write(r, f, s, 1); break;                          /* appends */
+	case 1: op_write(r, f, s, 100); break;
+	case 2: op_write(r, f, s, 1000); break;
+	case 3: op_write(r, f, s, 5000); break;                       /* into new blocks */
+	case 4: op_write(r, f, below(s, 500), 1500); break;           /* across EOF */
+	case 5: op_write(r, f, s + 200, 100); break;                  /* a gap after EOF */
+	case 6: op_write(r, f, s + 6000, 300); break;                 /* a later block */
+	case 7: op_truncate(r, f, s / 2 + 333); break;                /* down, mid-block */
+	case 8: op_truncate(r, f, s + 5000); break;                   /* up past EOF */
+	case 9: op_fallocate(r, f, 0x10, below(s, 700), 2000); break; /* ZERO_RANGE, grows */
+	case 10: op_fallocate(r, f, 0x10 | 0x01, below(s, 1500), 600); break; /* KEEP_SIZE */
+	case 11: op_fallocate(r, f, 0x02 | 0x01, below(s, 1300), 500); break; /* PUNCH_HOLE */
+	case 12: op_fallocate(r, f, 0, below(s, 100), 9000); break;   /* grows, preallocated */
+	case 13:                                                      /* into preallocation */
+		op_fallocate(r, f, 0x01, s, 8192);
+		op_write(r, f, s, 2000);
+		break;
+	case 14:                                                      /* down, then append */
+		op_truncate(r, f, below(s, 1000));
+		op_write(r, f, below(s, 1000), 3000);
+		break;
+	default:                                                      /* append, then down */
+		op_write(r, f, s, 100);
+		op_truncate(r, f, below(s, 40));
+		break;
+	}
+	switch (persist) {
+	case 1: op_fsync(r, f, false); break;
+	case 2: op_fsync(r, f, true); break;
+	case 3: op_periodic_commit(r, UINT64_MAX); break;
+	case 4: op_periodic_commit(r, 1); break;
+	default: break;
+	}
+}
+
+/* A log file: small appends, each made durable, now and then a periodic
+ * pass in between (what a logger or a database's journal does). */
+static void w_logfile(struct crash_run *r)
+{
+	for (unsigned i = 0; i < 12; i++) {
+		op_write(r, "t", size_of(r, "t"), 100 + 37 * (i % 3));
+		if (i % 4 == 3)
+			op_periodic_commit(r, UINT64_MAX);
+		else
+			op_fsync(r, "t", i % 2);
+	}
+}
+
 /* ---- running one ---------------------------------------------------------------- */
 
 struct plan {
@@ -197,6 +287,8 @@ struct plan {
 	void (*fixed)(struct crash_run *r);
 	unsigned ops[3], nops;  /* generated: the operations */
 	unsigned long_ops;      /* or a long run of this many */
+	bool tail;              /* ops are tail operations on tail_target */
+	const char *tail_target;
 	uint64_t seed;
 };
 
@@ -207,15 +299,20 @@ static void run_plan(const struct plan *pl)
 	static const char *const mode_names[] = { "ordered", "writeback", "journal" };
 	snprintf(label, sizeof(label), "%s data=%s journal %u", pl->label, mode_names[pl->mode],
 		 pl->journal);
-	bool gen = !pl->fixed;
-	if (crash_run_start(&r, pl->mode, pl->journal, gen ? gen_setup : NULL,
-			    gen ? gen_universe : fixed_universe) != 0) {
+	bool gen = !pl->fixed && !pl->tail;
+	bool tail = pl->tail || pl->fixed == w_logfile;
+	crash_setup_fn setup = tail ? tail_setup : gen ? gen_setup : NULL;
+	const char *const *universe = tail ? tail_universe : gen ? gen_universe : fixed_universe;
+	if (crash_run_start(&r, pl->mode, pl->journal, setup, universe) != 0) {
 		crash_violation(label, "setup", "could not make and mount the image");
 		crash_run_end(&r);
 		return;
 	}
 	if (pl->fixed) {
 		pl->fixed(&r);
+	} else if (pl->tail) {
+		for (unsigned i = 0; i < pl->nops; i++)
+			tail_apply(&r, pl->tail_target, pl->ops[i]);
 	} else if (pl->long_ops) {
 		uint64_t rng = pl->seed;
 		for (unsigned i = 0; i < pl->long_ops; i++) {
@@ -263,7 +360,60 @@ static void run_plan(const struct plan *pl)
 unsigned crash_tier_count(const struct crash_tier *t)
 {
 	return t->fixed + t->one_op + t->two_op + t->two_op_other + t->three_op +
-	       t->long_runs;
+	       t->long_runs + t->tail_one + t->tail_two + t->logfile;
+}
+
+/* The tail workloads of a tier, after the others (so the indexes of the
+ * others stay what they were). */
+static void tail_tier_run(const struct crash_tier *t, struct plan *pl, unsigned index,
+			  unsigned i)
+{
+	static const char *const mode_names[] = { "ordered", "writeback", "journal" };
+	pl->tail = true;
+	if (i < t->tail_one) {
+		/* every operation on every target in data=ordered, then every
+		 * operation on t in data=writeback and data=journal */
+		unsigned per_mode = TAIL_OPS * TAIL_TARGETS;
+		if (i < per_mode) {
+			pl->tail_target = tail_targets[i / TAIL_OPS];
+		} else {
+			pl->tail_target = "t";
+			pl->mode = (i - per_mode) / TAIL_OPS % 2 ? JOURNAL_DATA_JOURNAL
+								 : JOURNAL_DATA_WRITEBACK;
+		}
+		pl->ops[0] = i % TAIL_OPS;
+		pl->nops = 1;
+		snprintf(pl->label, sizeof(pl->label), "#%u tail %u %s", index, pl->ops[0],
+			 pl->tail_target);
+		run_plan(pl);
+		return;
+	}
+	i -= t->tail_one;
+	if (i < t->tail_two) {
+		if (t->tail_two_all && i < TAIL_OPS * TAIL_OPS) {
+			pl->tail_target = "t";
+			pl->ops[0] = i / TAIL_OPS;
+			pl->ops[1] = i % TAIL_OPS;
+		} else {
+			pl->tail_target = tail_targets[pl->seed % TAIL_TARGETS];
+			pl->ops[0] = (unsigned)(pl->seed / TAIL_TARGETS % TAIL_OPS);
+			pl->ops[1] = (unsigned)(pl->seed / TAIL_TARGETS / TAIL_OPS % TAIL_OPS);
+			if (i % 4 >= 2)
+				pl->mode = i % 4 == 2 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_JOURNAL;
+		}
+		pl->nops = 2;
+		snprintf(pl->label, sizeof(pl->label), "#%u tail %u+%u %s", index, pl->ops[0],
+			 pl->ops[1], pl->tail_target);
+		run_plan(pl);
+		return;
+	}
+	i -= t->tail_two;
+	pl->tail = false;
+	pl->fixed = w_logfile;
+	pl->mode = i % 3 == 0 ? JOURNAL_DATA_ORDERED
+		   : i % 3 == 1 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_JOURNAL;
+	snprintf(pl->label, sizeof(pl->label), "#%u logfile %s", index, mode_names[pl->mode]);
+	run_plan(pl);
 }
 
 void crash_tier_run(const struct crash_tier *t, unsigned index)
@@ -323,6 +473,10 @@ void crash_tier_run(const struct crash_tier *t, unsigned index)
 		return;
 	}
 	i -= t->three_op;
+	if (i >= t->long_runs) {
+		tail_tier_run(t, &pl, index, i - t->long_runs);
+		return;
+	}
 	pl.long_ops = t->long_ops;
 	pl.mode = modes[i % 3];
 	pl.journal = i / 3 % 2 ? 64 : 0;

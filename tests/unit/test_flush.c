@@ -257,15 +257,14 @@ struct seq_counts {
 };
 
 /* Asserts the commit protocol's flush points on a single-threaded event
- * log: in data=ordered, a flush (F1) between the first write of any new
+ * log: in every mode, a flush (F1) between the first write of any new
  * data block and the next commit record; F2 right after every commit
  * record; F3 before and F4 right after every journal superblock write;
  * no home write of a logged block before the commit record of the
  * transaction that logged it has been flushed.  A commit with no new data
  * to order has no F1 (the commit block's CRC covers its log blocks). */
 static void check_flush_sequence(const struct blockdev_event *ev, size_t n,
-				 const struct layout *l, enum journal_data_mode mode,
-				 struct seq_counts *out)
+				 const struct layout *l, struct seq_counts *out)
 {
 	uint8_t *written = calloc(IMG / BS, 1); /* data blocks written before */
 	bool new_data_unflushed = false;
@@ -303,7 +302,7 @@ static void check_flush_sequence(const struct blockdev_event *ev, size_t n,
 			uint64_t blk = first + k;
 			const uint8_t *data = ev[i].data + k * BS;
 			if (in_log(l, blk) && is_jblock(data, ORDFS_JB_COMMIT)) {
-				ck_assert_msg(mode != JOURNAL_DATA_ORDERED || !new_data_unflushed,
+				ck_assert_msg(!new_data_unflushed, /* every mode orders new blocks */
 					      "commit record at event %zu: new data not flushed "
 					      "before it (F1)", i);
 				/* F1 is a flush right before the commit block's own
@@ -386,16 +385,18 @@ static void barrier_workload(struct test_fs *t, enum journal_data_mode mode, siz
 	size_t n;
 	const struct blockdev_event *ev = blockdev_record_events(t->rec, &n);
 	struct seq_counts c;
-	check_flush_sequence(ev, n, &l, mode, &c);
+	check_flush_sequence(ev, n, &l, &c);
 	ck_assert_uint_ge(c.commits, 40);
 	ck_assert_uint_ge(c.checkpoints, 2); /* the small log wrapped */
 	static const char *const names[] = { "ordered", "writeback", "journal" };
 	fprintf(stderr, "barrier sequence (%s, %zu KiB per fsync): %u commits (%u with F1), "
 		"%u journal superblock writes, %u flushes, %u flushes per fsync\n", names[mode],
 		len >> 10, c.commits, c.f1, c.checkpoints, c.flushes, *flushes_per_fsync);
-	/* data=ordered writes new data in place, to be ordered by F1, only
-	 * when an fsync has more than 64 KiB of it; less is logged. */
-	if (mode == JOURNAL_DATA_ORDERED && len > (64u << 10))
+	/* data=ordered and data=writeback write new data in place, to be
+	 * ordered by F1, only when an fsync has more than 64 KiB of it; less
+	 * is logged.  (data=writeback orders new blocks too: their old bytes
+	 * are another file's.) */
+	if (mode != JOURNAL_DATA_JOURNAL && len > (64u << 10))
 		ck_assert_uint_ge(c.f1, 40); /* every fsync here allocates new data */
 	else
 		ck_assert_uint_eq(c.f1, 0);  /* nothing to order: F2 alone */
@@ -417,8 +418,9 @@ START_TEST(test_barrier_sequence_each_mode)
 			unsigned per_fsync;
 			barrier_workload(&t, modes[m], blocks, &per_fsync);
 			/* F1 and F2 of its commit for new data written in place
-			 * (data=ordered, more than 64 KiB); otherwise F2 alone */
-			bool in_place = modes[m] == JOURNAL_DATA_ORDERED && blocks * BS > (64u << 10);
+			 * (data=ordered or writeback, more than 64 KiB);
+			 * otherwise F2 alone */
+			bool in_place = modes[m] != JOURNAL_DATA_JOURNAL && blocks * BS > (64u << 10);
 			/* (data=journal logging 96 KiB per fsync fills the
 			 * 64-block log at nearly every fsync: a checkpoint's F3
 			 * and F4 come on top, so no per-fsync count there) */

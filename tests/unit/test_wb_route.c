@@ -13,52 +13,74 @@
 #define WB JOURNAL_DATA_WRITEBACK
 #define JNL JOURNAL_DATA_JOURNAL
 
-/* DESIGN.md's table: mode, waited, small, delayed, unwritten, cached -> route. */
+/* The kind of block under a page: exactly one of these facts is set. */
+#define HOLE .delayed = true
+#define UNWR .unwritten = true
+#define TAIL .extends = true
+#define DATA .delayed = false
+
+/* DESIGN.md's table: facts -> route, and whether in place it is ordered. */
 static const struct {
 	struct wb_route_facts facts;
 	enum wb_route route;
+	bool ordered;
 } design_table[] = {
-	/* the heavy writer, data=ordered: everything in place */
-	{ { ORD, false, false, true, false, false }, WB_ALLOC_IN_PLACE },
-	{ { ORD, false, false, false, true, false }, WB_CONVERT_IN_PLACE },
-	{ { ORD, false, false, false, false, false }, WB_OVERWRITE_IN_PLACE },
+	/* the heavy writer, data=ordered: everything in place, new data ordered */
+	{ { .mode = ORD, HOLE }, WB_ALLOC_IN_PLACE, true },
+	{ { .mode = ORD, UNWR }, WB_CONVERT_IN_PLACE, true },
+	{ { .mode = ORD, TAIL }, WB_EXTEND_IN_PLACE, true },
+	{ { .mode = ORD, DATA }, WB_OVERWRITE_IN_PLACE, false },
 	/* fsync of a little new data, data=ordered: logged, one flush */
-	{ { ORD, true, true, true, false, false }, WB_ALLOC_LOGGED },
-	{ { ORD, true, true, false, true, false }, WB_CONVERT_LOGGED },
-	/* ... but an overwrite of written blocks is not */
-	{ { ORD, true, true, false, false, false }, WB_OVERWRITE_IN_PLACE },
+	{ { .mode = ORD, .waited = true, .small = true, HOLE }, WB_ALLOC_LOGGED, false },
+	{ { .mode = ORD, .waited = true, .small = true, UNWR }, WB_CONVERT_LOGGED, false },
+	{ { .mode = ORD, .waited = true, .small = true, TAIL }, WB_EXTEND_LOGGED, false },
+	/* ... but an overwrite inside the size on disk is not */
+	{ { .mode = ORD, .waited = true, .small = true, DATA }, WB_OVERWRITE_IN_PLACE, false },
 	/* fsync of much new data: in place, F1 before the commit */
-	{ { ORD, true, false, true, false, false }, WB_ALLOC_IN_PLACE },
-	/* data=writeback never logs for smallness */
-	{ { WB, true, true, true, false, false }, WB_ALLOC_IN_PLACE },
-	{ { WB, true, true, false, true, false }, WB_CONVERT_IN_PLACE },
+	{ { .mode = ORD, .waited = true, HOLE }, WB_ALLOC_IN_PLACE, true },
+	{ { .mode = ORD, .waited = true, TAIL }, WB_EXTEND_IN_PLACE, true },
+	/* data=writeback orders new blocks too (never another file's bytes),
+	 * logged for a small fsync, but not a file's own tail */
+	{ { .mode = WB, HOLE }, WB_ALLOC_IN_PLACE, true },
+	{ { .mode = WB, UNWR }, WB_CONVERT_IN_PLACE, true },
+	{ { .mode = WB, .waited = true, .small = true, HOLE }, WB_ALLOC_LOGGED, false },
+	{ { .mode = WB, .waited = true, .small = true, UNWR }, WB_CONVERT_LOGGED, false },
+	{ { .mode = WB, .waited = true, .small = true, TAIL }, WB_EXTEND_IN_PLACE, false },
+	{ { .mode = WB, TAIL }, WB_EXTEND_IN_PLACE, false },
 	/* data=journal logs everything */
-	{ { JNL, false, false, true, false, false }, WB_ALLOC_LOGGED },
-	{ { JNL, false, false, false, false, false }, WB_OVERWRITE_LOGGED },
-	{ { JNL, false, false, false, true, false }, WB_CONVERT_LOGGED },
+	{ { .mode = JNL, HOLE }, WB_ALLOC_LOGGED, false },
+	{ { .mode = JNL, DATA }, WB_OVERWRITE_LOGGED, false },
+	{ { .mode = JNL, UNWR }, WB_CONVERT_LOGGED, false },
+	{ { .mode = JNL, TAIL }, WB_EXTEND_LOGGED, false },
 	/* a block with a cached buffer goes through the log in every mode */
-	{ { WB, false, false, false, false, true }, WB_OVERWRITE_LOGGED },
-	{ { ORD, false, false, true, false, true }, WB_ALLOC_LOGGED },
-	{ { ORD, false, false, false, true, true }, WB_CONVERT_LOGGED },
+	{ { .mode = WB, .cached = true, DATA }, WB_OVERWRITE_LOGGED, false },
+	{ { .mode = WB, .cached = true, TAIL }, WB_EXTEND_LOGGED, false },
+	{ { .mode = ORD, .cached = true, HOLE }, WB_ALLOC_LOGGED, false },
+	{ { .mode = ORD, .cached = true, UNWR }, WB_CONVERT_LOGGED, false },
 };
 
 START_TEST(test_design_table)
 {
 	for (unsigned i = 0; i < sizeof(design_table) / sizeof(design_table[0]); i++) {
-		enum wb_route got = wb_route_choose(&design_table[i].facts);
+		const struct wb_route_facts *f = &design_table[i].facts;
+		enum wb_route got = wb_route_choose(f);
 		ck_assert_msg(got == design_table[i].route, "row %u: %s, expected %s", i,
 			      wb_route_name(got), wb_route_name(design_table[i].route));
+		ck_assert_msg(wb_route_ordered(got, f->mode) == design_table[i].ordered,
+			      "row %u: %s ordered %d", i, wb_route_name(got),
+			      wb_route_ordered(got, f->mode));
 	}
 }
 END_TEST
 
 /* Calls fn for every combination of the facts (a page is over a hole, an
- * unwritten extent or a written block: never two of them). */
+ * unwritten extent, a written block it extends or any other written
+ * block: never two of them). */
 static void for_all_facts(void (*fn)(const struct wb_route_facts *f))
 {
 	static const enum journal_data_mode modes[] = { ORD, WB, JNL };
 	for (unsigned m = 0; m < 3; m++)
-		for (unsigned kind = 0; kind < 3; kind++)
+		for (unsigned kind = 0; kind < 4; kind++)
 			for (unsigned bits = 0; bits < 8; bits++) {
 				struct wb_route_facts f = {
 					.mode = modes[m],
@@ -67,6 +89,7 @@ static void for_all_facts(void (*fn)(const struct wb_route_facts *f))
 					.cached = bits & 4,
 					.delayed = kind == 0,
 					.unwritten = kind == 1,
+					.extends = kind == 2,
 				};
 				fn(&f);
 			}
@@ -79,6 +102,8 @@ static void kind_follows_the_block(const struct wb_route_facts *f)
 		ck_assert(r == WB_ALLOC_IN_PLACE || r == WB_ALLOC_LOGGED);
 	else if (f->unwritten)
 		ck_assert(r == WB_CONVERT_IN_PLACE || r == WB_CONVERT_LOGGED);
+	else if (f->extends)
+		ck_assert(r == WB_EXTEND_IN_PLACE || r == WB_EXTEND_LOGGED);
 	else
 		ck_assert(r == WB_OVERWRITE_IN_PLACE || r == WB_OVERWRITE_LOGGED);
 }
@@ -89,22 +114,38 @@ static void journal_mode_and_cached_blocks_are_logged(const struct wb_route_fact
 		ck_assert(wb_route_logged(wb_route_choose(f)));
 }
 
-static void otherwise_logged_only_for_small_waited_new_data(const struct wb_route_facts *f)
+/* New data is ordered in place: new blocks in every mode, a file's own
+ * tail in data=ordered; data=journal never writes in place. */
+static bool must_order(const struct wb_route_facts *f)
+{
+	return f->delayed || f->unwritten || (f->extends && f->mode == ORD);
+}
+
+static void otherwise_logged_only_for_small_waited_ordered_data(const struct wb_route_facts *f)
 {
 	if (f->mode == JNL || f->cached)
 		return;
-	bool expect = f->mode == ORD && f->waited && f->small && (f->delayed || f->unwritten);
+	bool expect = f->waited && f->small && must_order(f);
 	ck_assert_msg(wb_route_logged(wb_route_choose(f)) == expect,
-		      "mode %d waited %d small %d delayed %d unwritten %d: %s", f->mode,
-		      f->waited, f->small, f->delayed, f->unwritten,
+		      "mode %d waited %d small %d delayed %d unwritten %d extends %d: %s", f->mode,
+		      f->waited, f->small, f->delayed, f->unwritten, f->extends,
 		      wb_route_name(wb_route_choose(f)));
+}
+
+static void new_data_in_place_is_ordered(const struct wb_route_facts *f)
+{
+	enum wb_route r = wb_route_choose(f);
+	bool expect = !wb_route_logged(r) && must_order(f);
+	ck_assert_msg(wb_route_ordered(r, f->mode) == expect, "mode %d %s: ordered %d", f->mode,
+		      wb_route_name(r), wb_route_ordered(r, f->mode));
 }
 
 START_TEST(test_every_combination_keeps_the_rules)
 {
 	for_all_facts(kind_follows_the_block);
 	for_all_facts(journal_mode_and_cached_blocks_are_logged);
-	for_all_facts(otherwise_logged_only_for_small_waited_new_data);
+	for_all_facts(otherwise_logged_only_for_small_waited_ordered_data);
+	for_all_facts(new_data_in_place_is_ordered);
 }
 END_TEST
 
