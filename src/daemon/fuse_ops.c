@@ -32,7 +32,10 @@
  *    default every write() reaches the daemon in order and every READ we
  *    get is a read a program made (or its readahead); with it, the kernel
  *    sends written pages later, before FSYNC and at close (DESIGN.md,
- *    "Writes through the kernel").
+ *    "Writes through the kernel").  Direct I/O is synchronous (op_init
+ *    turns FUSE_CAP_ASYNC_DIO off), so the kernel drops the pages a
+ *    direct write covers after our reply, AIO included; the daemon never
+ *    invalidates pages itself from a request's handler.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -750,6 +753,22 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * DESIGN.md, "What the kernel caches", rely on it, so ask here). */
 	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	/* Direct I/O is synchronous, so a direct write never leaves older
+	 * pages behind (DESIGN.md, "What the kernel caches", direct writes).
+	 * The kernel drops the written range's pages before a direct write
+	 * and again once it has our reply, but with FUSE_CAP_ASYNC_DIO
+	 * (libfuse's default) an AIO write goes back to io_submit as queued
+	 * and that second pass never runs: a page a buffered reader filled
+	 * from us with the old bytes while the write was in flight stays, and
+	 * keep_cache keeps it across opens.  Without the capability the
+	 * kernel sends the write and waits for the reply in the writer's own
+	 * task, then invalidates, as for any synchronous O_DIRECT write; we
+	 * wait on nothing.  Not fuse_lowlevel_notify_inval_inode() from
+	 * op_write before the reply: it would block a worker on page locks
+	 * whose release can need that very request (a short direct write the
+	 * kernel finishes as a buffered one), or a worker or background slot
+	 * that blocked writes hold. */
+	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 }
 
 const struct fuse_lowlevel_ops ordfs_fuse_ops = {
