@@ -7,7 +7,7 @@ Usage: report.py OUTDIR
 
 Reads what bench/run left in OUTDIR: meta.txt and skips.txt (tab-separated)
 and raw/r<ROUND>/<TARGET>/ (fio JSON, dbench text, manyfiles.py JSON,
-B9.json).
+B9.json, B10's *.check.json).
 Writes OUTDIR/results.md, OUTDIR/results.json, OUTDIR/fsync_latency.png
 (with its gnuplot script and data under OUTDIR/plot/).  A figure a round
 did not produce is left out of that figure's median; one no round
@@ -21,11 +21,14 @@ import statistics
 import subprocess
 import sys
 
-TARGETS = ["host", "ordfs", "ext4", "fuse2fs", "passthrough", "nbd"]
-LABELS = {"host": "host dir", "ordfs": "ordfs", "ext4": "ext4 (loop)",
+TARGETS = ["host", "ordfs", "ordfs-ref", "ext4", "fuse2fs", "passthrough", "nbd"]
+# ordfs-ref's label, ordfs@REV, is set from meta.txt in main()
+LABELS = {"host": "host dir", "ordfs": "ordfs", "ordfs-ref": "ordfs@ref",
+          "ext4": "ext4 (loop)",
           "fuse2fs": "fuse2fs", "passthrough": "passthrough_ll (FUSE ceiling)",
           "nbd": "ordfs over NBD (+%s per request)" % os.environ.get("NBD_DELAY", "1ms")}
-COLORS = {"host": "#000000", "ordfs": "#d62728", "ext4": "#1f77b4",
+COLORS = {"host": "#000000", "ordfs": "#d62728", "ordfs-ref": "#e377c2",
+          "ext4": "#1f77b4",
           "fuse2fs": "#2ca02c", "passthrough": "#9467bd", "nbd": "#ff7f0e"}
 # the FUSE ceiling: every figure is also divided by this target's
 CEILING = "passthrough"
@@ -78,6 +81,11 @@ def manyfiles(raw, name, key):
 
 def b9(key):
     return lambda d: read_json(os.path.join(d, "B9.json"))[key]
+
+
+def b10(jobs, key):
+    """A figure of B10's check (workloads.sh b10_check) of the run of JOBS jobs."""
+    return lambda d: read_json(os.path.join(d, "B10-%d.check.json" % jobs))[key]
 
 
 # (id, workload, figure, unit, better: "hi" or "lo", extractor of one round)
@@ -140,6 +148,18 @@ METRICS = [
     ("B9.status", "B9", "git status, all runs", "s", "lo", b9("status_s")),
     ("B9.rm", "B9", "rm -rf of it all", "s", "lo", b9("rm_s")),
     ("B9.total", "B9", "total", "s", "lo", b9("total_s")),
+    ("B10.rate1", "B10", "fsyncs/s, 1 job", "/s", "hi",
+     lambda d: fio_job(d, "B10-1.json", "j1")["write"]["iops"]),
+    ("B10.p50", "B10", "fsync p50, 1 job", "ms", "lo",
+     lambda d: pct_ms(d, "B10-1.json", "j1", 50)),
+    ("B10.p99", "B10", "fsync p99, 1 job", "ms", "lo",
+     lambda d: pct_ms(d, "B10-1.json", "j1", 99)),
+    ("B10.flush1", "B10", "flushes per fsync, 1 job", "x", "lo",
+     b10(1, "flushes_per_fsync")),
+    ("B10.rate8", "B10", "fsyncs/s, 8 jobs", "/s", "hi",
+     lambda d: fio_job(d, "B10-8.json", "j8")["write"]["iops"]),
+    ("B10.flush8", "B10", "flushes per fsync, 8 jobs", "x", "lo",
+     b10(8, "flushes_per_fsync")),
 ]
 
 WORKLOADS = {
@@ -153,6 +173,9 @@ WORKLOADS = {
     "B8": "N threads, each 4 KiB append + fsync on its own file",
     "B9": "a developer's day: unpack the project's source, meson setup, "
           "ninja, git clone, git status, rm -rf (seconds per phase)",
+    "B10": "a log file's pattern: 100-byte append + fsync, 1 job on one "
+           "file, then 8 jobs on a file each; flushes per fsync from the "
+           "flush counter below the target",
 }
 CURVES = [("B1", "B1.json", "B1"), ("B2", "B2.json", "fsyncer"),
           ("B7", "B7.json", "B7")]
@@ -199,6 +222,7 @@ def main():
     for s in read_tsv(os.path.join(out, "skips.txt")):
         if s not in skips:
             skips.append(s)
+    LABELS["ordfs-ref"] = "ordfs@%s" % meta.get("ref", "?")
     active = meta.get("targets", "").split()
     skipped_all = [s[0] for s in skips if s[1] == "all"]
     columns = [t for t in TARGETS if t in active or t in skipped_all]
@@ -334,13 +358,14 @@ def main():
     md.append("Workloads (sizes of this run: %s s per fio run for B1, B2, B3 "
               "and B7, B8 %s per thread count, B2 writer file %s, B3 file %s, "
               "B4 %s, B5 %s files in %s directories, B6 %s s, B7 tree of %s; "
-              "B9 the project's tree at %s, `%s`, `%s`, %s git status runs):\n"
+              "B9 the project's tree at %s, `%s`, `%s`, %s git status runs; "
+              "B10 %s s per fio run):\n"
               % (meta.get("runtime_s"), meta.get("b8_runtime"),
                  meta.get("b2_writer_size"), meta.get("b3_size"),
                  meta.get("b4_size"), meta.get("b5_files"), meta.get("b5_dirs"),
                  meta.get("b6_time"), meta.get("tree"), meta.get("b9_source"),
                  meta.get("b9_meson"), meta.get("b9_ninja"),
-                 meta.get("b9_status_runs")))
+                 meta.get("b9_status_runs"), meta.get("runtime_s")))
     for w, text in WORKLOADS.items():
         md.append("- **%s** %s" % (w, text))
     md.append("")
@@ -352,8 +377,15 @@ def main():
               "**fuse2fs** the same kind of ext4 image served by fuse2fs; "
               "**passthrough_ll** libfuse's passthrough_ll example (built "
               "from Debian's libfuse3-dev examples) with `-o cache=always` "
-              "over a directory of the host filesystem: the FUSE ceiling.\n"
-              % (meta.get("image_size"), meta.get("host_fs")))
+              "over a directory of the host filesystem: the FUSE ceiling.%s "
+              "**ordfs** was built from %s.\n"
+              % (meta.get("image_size"), meta.get("host_fs"),
+                 (" **%s** the same as ordfs (same options, same image "
+                  "size), with mkfs.ordfs, the daemon and ordfsctl built from "
+                  "revision %s (`bench/run --ref`): before and after in one "
+                  "run." % (LABELS["ordfs-ref"], meta.get("ref_commit")))
+                 if "ordfs-ref" in active else "",
+                 "the work tree at %s" % meta.get("ordfs_source", "?")))
     md.append("Notes: latencies are fio's, of the fsync (fdatasync for B3) "
               "call alone. B4 cold: the FUSE targets are unmounted and "
               "mounted again, then the host's caches are dropped for all; "
@@ -373,6 +405,14 @@ def main():
               "passes only. B9 runs everything with -j2 and no compiler "
               "cache; its git status runs are counted together, and the "
               "clone must come out clean.\n")
+    sources = b10_sources(rawroot, rounds, active)
+    if sources:
+        md.append("B10's flushes per fsync: the flushes between the start and "
+                  "the end of each fio run over the fsyncs it did. The host "
+                  "directory's counter is that of its whole disk, other "
+                  "processes' flushes included (an upper bound on a busy "
+                  "machine). Counters: %s.\n" % "; ".join(
+                      "%s: %s" % (LABELS[t], s) for t, s in sources))
     try:
         with open(os.path.join(out, "fuse2fs.log")) as f:
             if "journal is not supported" in f.read():
@@ -394,10 +434,13 @@ def main():
         for s in skips:
             md.append("- %s: %s: %s" % (LABELS.get(s[0], s[0]), s[1], s[2]))
         md.append("")
-    md.append("Tools: %s; fio %s; dbench %s; fuse2fs %s; libfuse %s; %s; "
+    md.append("Tools: %s;%s fio %s; dbench %s; fuse2fs %s; libfuse %s; %s; "
               "kernel %s. The run took %s s. Raw output of every tool: "
               "`raw/r<round>/<target>/`."
-              % (meta.get("ordfs"), meta.get("fio"), meta.get("dbench"),
+              % (meta.get("ordfs"),
+                 " ordfs@%s: %s;" % (meta.get("ref"), meta.get("ordfs_ref"))
+                 if "ref" in meta else "",
+                 meta.get("fio"), meta.get("dbench"),
                  meta.get("fuse2fs"), meta.get("libfuse3"), meta.get("tools"),
                  meta.get("kernel"), meta.get("elapsed_s")))
     with open(os.path.join(out, "results.md"), "w") as f:
@@ -421,6 +464,22 @@ def main():
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(result, f, indent=1)
     print("report: wrote %s" % os.path.join(out, "results.md"))
+
+
+def b10_sources(rawroot, rounds, active):
+    """Where each target's B10 flush count came from (or why it has none),
+    as the first round that ran B10 says."""
+    sources = []
+    for t in active:
+        for r in rounds:
+            try:
+                src = read_json(os.path.join(rawroot, r, t, "B10-1.check.json"))[
+                    "flush_source"]
+            except (OSError, KeyError, ValueError):
+                continue
+            sources.append((t, src))
+            break
+    return sources
 
 
 def plot(out, curves, active):

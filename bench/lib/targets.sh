@@ -1,10 +1,14 @@
 # shellcheck shell=bash
-# targets.sh - the five targets of bench/run: check, set up, remount, sync,
+# targets.sh - the targets of bench/run: check, set up, remount, sync,
 # tear down.  Sourced by bench/run; needs WORK (the work directory), BUILD
-# (the ordfs build directory) and IMG_SIZE (e.g. 2G).
+# (the ordfs build directory) and IMG_SIZE (e.g. 2G); for ordfs-ref also
+# REF_BUILD (that revision's build directory) and REF_NAME (its short hash).
 #
 #   host         a plain directory on the host filesystem: the reference
 #   ordfs        a fresh image from mkfs.ordfs, mounted by the ordfs daemon
+#   ordfs-ref    the same, with mkfs.ordfs, the daemon and ordfsctl of another
+#                revision (bench/run --ref REV, built in WORK): "before" next
+#                to "after" in one run; only with --ref
 #   ext4         kernel ext4 on an image file, mount -o loop
 #   fuse2fs      the same kind of ext4 image, served by fuse2fs (FUSE)
 #   passthrough  libfuse's passthrough_ll example (-o cache=always) over a
@@ -24,7 +28,7 @@
 # subshells all see the same picture.
 
 # shellcheck disable=SC2034 # used by bench/run
-TARGETS_ALL=(host ordfs ext4 fuse2fs passthrough nbd)
+TARGETS_ALL=(host ordfs ordfs-ref ext4 fuse2fs passthrough nbd)
 export NBD_DELAY=${NBD_DELAY:-1ms}
 NBD_SOCK=$WORK/nbd.sock
 NBD_URI="nbd+unix:///?socket=$NBD_SOCK"
@@ -33,6 +37,7 @@ target_label() {
 	case $1 in
 	host) echo "host dir" ;;
 	ordfs) echo "ordfs" ;;
+	ordfs-ref) echo "ordfs@${REF_NAME:-?}" ;;
 	ext4) echo "ext4 (loop)" ;;
 	fuse2fs) echo "fuse2fs" ;;
 	passthrough) echo "passthrough_ll (FUSE ceiling)" ;;
@@ -47,7 +52,14 @@ target_dir() { # the directory the workloads use
 	esac
 }
 
-target_is_fuse() { [ "$1" = ordfs ] || [ "$1" = fuse2fs ] || [ "$1" = passthrough ] || [ "$1" = nbd ]; }
+target_is_fuse() { [ "$1" = ordfs ] || [ "$1" = ordfs-ref ] || [ "$1" = fuse2fs ] || [ "$1" = passthrough ] || [ "$1" = nbd ]; }
+
+target_build() { # the ordfs build directory of an ordfs TARGET (ordfs, ordfs-ref, nbd)
+	case $1 in
+	ordfs-ref) echo "${REF_BUILD:?ordfs-ref needs REF_BUILD (bench/run --ref REV)}" ;;
+	*) echo "$BUILD" ;;
+	esac
+}
 
 # passthrough_ll is built at run time from the example source Debian ships
 # with libfuse3-dev (never copied into the repository), into BUILD/ceiling/
@@ -94,11 +106,13 @@ passthrough_build() { # build PASSTHROUGH_BIN if missing or older than its sourc
 target_check() { # prints why TARGET cannot run here; prints nothing if it can
 	case $1 in
 	host) ;;
-	ordfs)
+	ordfs | ordfs-ref)
 		if [ ! -c /dev/fuse ]; then
 			echo "no /dev/fuse"
 		elif ! command -v fusermount3 >/dev/null; then
 			echo "no fusermount3 (Debian package fuse3)"
+		elif [ "$1" = ordfs-ref ] && [ ! -x "${REF_BUILD:-/nonexistent}/src/ordfs" ]; then
+			echo "ordfs@${REF_NAME:-?} was not built (build-ref.log): $(tail -1 "$WORK/logs/build-ref.log" 2>/dev/null)"
 		fi
 		;;
 	ext4)
@@ -153,11 +167,11 @@ target_mount() { # mount TARGET's existing image on its directory
 	mnt=$(target_dir "$t")
 	case $t in
 	host) ;;
-	ordfs)
+	ordfs | ordfs-ref)
 		# returns once the mount is live, then the daemon logs to syslog
-		"$BUILD/src/ordfs" "$img" "$mnt" ${ORDFS_OPTS:+-o "$ORDFS_OPTS"} </dev/null \
-			>>"$WORK/logs/ordfs.log" 2>&1 || {
-			echo "ordfs did not mount: $(tail -1 "$WORK/logs/ordfs.log")" >&2
+		"$(target_build "$t")/src/ordfs" "$img" "$mnt" ${ORDFS_OPTS:+-o "$ORDFS_OPTS"} </dev/null \
+			>>"$WORK/logs/$t.log" 2>&1 || {
+			echo "$(target_label "$t") did not mount: $(tail -1 "$WORK/logs/$t.log")" >&2
 			return 1
 		}
 		;;
@@ -210,12 +224,12 @@ target_unmount() { # unmount TARGET if mounted and wait until its image is close
 	mnt=$(target_dir "$t")
 	[ -e "$WORK/state/$t.mounted" ] || return 0
 	case $t in
-	ordfs)
+	ordfs | ordfs-ref)
 		if mountpoint -q "$mnt"; then
 			fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" || true
 		fi
 		# the daemon writes back, commits and closes the image, then the lock is free
-		flock -w 60 "$img" true || echo "ordfs: the daemon did not release $img in 60 s" >&2
+		flock -w 60 "$img" true || echo "$t: the daemon did not release $img in 60 s" >&2
 		;;
 	ext4)
 		if mountpoint -q "$mnt"; then
@@ -257,7 +271,7 @@ target_setup() { # make TARGET's fresh image and mount it
 	mkdir -p "$(target_dir "$t")"
 	case $t in
 	host) ;;
-	ordfs) "$BUILD/tools/mkfs.ordfs" -q "$img" "$IMG_SIZE" ;;
+	ordfs | ordfs-ref) "$(target_build "$t")/tools/mkfs.ordfs" -q "$img" "$IMG_SIZE" ;;
 	ext4 | fuse2fs)
 		truncate -s "$IMG_SIZE" "$img"
 		# inode tables and journal written now, so no lazy-init thread
@@ -294,7 +308,7 @@ target_sync_cmd() { # the one command that makes all of TARGET durable, if any
 	dir=$(target_dir "$1")
 	case $1 in
 	host | ext4) echo "sync -f $dir" ;; # syncfs(2)
-	ordfs | nbd) echo "$BUILD/tools/ordfsctl sync $dir" ;;
+	ordfs | ordfs-ref | nbd) echo "$(target_build "$1")/tools/ordfsctl sync $dir" ;;
 	fuse2fs) ;; # syncfs does not reach FUSE daemons, and fuse2fs has no other
 	# passthrough_ll (no -o writeback) writes through to its backing
 	# directory at once: syncfs of that directory's filesystem is the call
@@ -308,5 +322,82 @@ drop_caches() { # write everything back, then drop the host's clean caches
 		echo 3 >/proc/sys/vm/drop_caches
 	else
 		echo "cannot drop caches (not root): cold reads are not cold" >&2
+	fi
+}
+
+# Flush counters, for B10's flushes per fsync.  target_flush_counter TARGET
+# prints "COUNT<tab>SOURCE", or "n/a<tab>WHY" when there is no counter:
+#   ordfs, ordfs-ref, nbd  the flushes the daemon's flush guard issued to its
+#                          image (ordfsctl stats --json: flushes.issued)
+#   ext4                   the flush requests its loop device completed
+#   host                   the flush requests the disk that holds the host
+#                          directory completed: every process's, not only
+#                          the workload's (the machine may be shared)
+#   fuse2fs, passthrough   none: no device of their own
+# The device counters are the 'flush requests completed' field of
+# /proc/diskstats (Linux 5.5 and later).  The kernel counts a flush on the
+# whole disk, not on a partition; and a device that takes no flushes
+# ("write through" in queue/write_cache) rightly counts none.
+
+diskstats_flushes() { # diskstats_flushes NAME: device NAME's flushes, or nothing
+	awk -v d="$1" '$3 == d && NF >= 20 { print $19 }' /proc/diskstats
+}
+
+block_disk() { # block_disk DIR: the disk (its name in /proc/diskstats) that holds DIR
+	local src majmin name=
+	src=$(findmnt -n -o SOURCE --target "$1" | head -1)
+	majmin=$(findmnt -n -o MAJ:MIN --target "$1" | head -1 | tr -d ' ')
+	if [ -b "$src" ]; then
+		name=$(basename "$(readlink -f "$src")")
+	elif [ -e "/sys/dev/block/$majmin" ]; then
+		name=$(basename "$(readlink -f "/sys/dev/block/$majmin")")
+	fi
+	[ -n "$name" ] && [ -e "/sys/class/block/$name" ] || return 1
+	# a partition: its disk is the parent directory in sysfs
+	if [ -e "/sys/class/block/$name/partition" ]; then
+		name=$(basename "$(dirname "$(readlink -f "/sys/class/block/$name")")")
+	fi
+	echo "$name"
+}
+
+target_flush_counter() { # target_flush_counter TARGET: "COUNT<tab>SOURCE" or "n/a<tab>WHY"
+	local t=$1 dev n cache
+	case $t in
+	ordfs | ordfs-ref | nbd)
+		n=$("$(target_build "$t")/tools/ordfsctl" stats --json "$(target_dir "$t")" 2>/dev/null |
+			python3 -c 'import json, sys; print(json.load(sys.stdin)["flushes"]["issued"])' 2>/dev/null) ||
+			n=
+		if [ -n "$n" ]; then
+			printf '%s\t%s\n' "$n" "ordfsctl stats: flushes issued by the flush guard"
+		else
+			printf 'n/a\t%s\n' "ordfsctl stats --json gave no flushes.issued"
+		fi
+		return 0
+		;;
+	ext4)
+		dev=$(losetup -j "$WORK/ext4.img" 2>/dev/null | head -1 | cut -d: -f1)
+		[ -n "$dev" ] || {
+			printf 'n/a\t%s\n' "no loop device holds ext4.img"
+			return 0
+		}
+		dev=$(basename "$dev")
+		;;
+	host)
+		dev=$(block_disk "$(target_dir host)") || {
+			printf 'n/a\t%s\n' "no block device under $(target_dir host) ($(findmnt -n -o SOURCE,FSTYPE --target "$(target_dir host)" | head -1))"
+			return 0
+		}
+		;;
+	*)
+		printf 'n/a\t%s\n' "no device of its own"
+		return 0
+		;;
+	esac
+	n=$(diskstats_flushes "$dev")
+	cache=$(cat "/sys/block/$dev/queue/write_cache" 2>/dev/null || echo "?")
+	if [ -z "$n" ]; then
+		printf 'n/a\t%s\n' "/proc/diskstats has no flush count for $dev (Linux before 5.5)"
+	else
+		printf '%s\t%s\n' "$n" "/proc/diskstats: $dev (write cache: $cache)"
 	fi
 }

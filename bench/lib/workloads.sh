@@ -1,10 +1,11 @@
 # shellcheck shell=bash
-# workloads.sh - the workloads B1..B9 of bench/run, one function each.
+# workloads.sh - the workloads B1..B10 of bench/run, one function each.
 # Sourced by bench/run.  Each w_BN TARGET DIR RAW runs in DIR (the target's
 # directory), leaves its tool's raw output in RAW (fio JSON, dbench text,
 # manyfiles.py JSON) for bench/lib/report.py, and removes what it wrote,
 # except B7's tree, which is made once per target and kept for later rounds.
-# Sizes and durations come from bench/run: RUNTIME (seconds, B1 B2 B3 B7),
+# Sizes and durations come from bench/run: RUNTIME (seconds, B1 B2 B3 B7,
+# and each of B10's two fio runs),
 # B2_WRITER_SIZE, B3_SIZE, B4_SIZE, B5_FILES, B5_DIRS, B6_TIME, TREE_FILES,
 # TREE_DIRS, TREE_FILE_SIZE, B8_RUNTIME (a fio time: 2s, 500ms), and for
 # B9 B9_TARBALL (the project's source, git archive), B9_REPO (the git
@@ -36,13 +37,13 @@ percentile_list=$FIO_PCT
 EOF
 }
 
-fio_append_job() { # fio_append_job NAME FILE RUNTIME: 4 KiB append + fsync, in a loop
+fio_append_job() { # fio_append_job NAME FILE RUNTIME [BS]: BS (default 4k) append + fsync, in a loop
 	# (FILE empty: no filename, so each job of the section gets its own file)
 	echo "[$1]"
 	[ -z "$2" ] || echo "filename=$2"
 	cat <<EOF
 rw=write
-bs=4k
+bs=${4:-4k}
 file_append=1
 fsync=1
 size=512m
@@ -290,6 +291,68 @@ w_B9() { # a developer's day: unpack the source, configure, build, clone, git st
 		echo "git status in the clone is not clean: $(head -1 "$raw/B9-status.txt")" >&2
 		return 1
 	}
+}
+
+w_B10() { # the log-file pattern: 100-byte append + fsync, 1 job on one file, then 8 on 8
+	local t=$1 dir=$2/b10 raw=$3 n file before after
+	mkdir "$dir"
+	for n in 1 8; do
+		mkdir "$dir/j$n"
+		file=
+		[ "$n" -gt 1 ] || file=append
+		{
+			fio_global "$dir/j$n"
+			# 8 jobs: one line for the group, with the fsyncs of all
+			[ "$n" -eq 1 ] || echo "group_reporting=1"
+			echo
+			fio_append_job "j$n" "$file" "$RUNTIME" 100
+			echo "numjobs=$n"
+		} >"$raw/B10-$n.fio"
+		# the flush counter right before and after the timed part
+		before=$(target_flush_counter "$t")
+		run_fio "$raw/B10-$n.fio" "$raw/B10-$n.json"
+		after=$(target_flush_counter "$t")
+		b10_check "$raw/B10-$n.json" "$dir/j$n" "$before" "$after" >"$raw/B10-$n.check.json"
+	done
+	rm -rf "$dir"
+}
+
+b10_check() { # b10_check FIO.json DIR BEFORE AFTER: B10's figures as JSON; fails on a wrong size
+	# The files must hold exactly the bytes fio wrote, 100 per write (that
+	# fio appends bs=100 buffered writes right is checked here, each run);
+	# flushes per fsync = flushes between BEFORE and AFTER (target_flush_counter)
+	# over the fsyncs fio did.
+	python3 - "$@" <<'PY'
+import json, os, sys
+path, d, before, after = sys.argv[1:5]
+with open(path) as f:
+    text = f.read()
+jobs = json.loads(text[text.index("{"):])["jobs"]
+writes = sum(j["write"]["total_ios"] for j in jobs)
+written = sum(j["write"]["io_bytes"] for j in jobs)
+fsyncs = sum(j["sync"]["total_ios"] for j in jobs)
+on_disk = sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d))
+if not written == on_disk == writes * 100:
+    sys.exit("B10: %d writes of 100 bytes, fio says %d bytes written, the files hold %d"
+             % (writes, written, on_disk))
+b, source = before.split("\t", 1)
+a, _ = after.split("\t", 1)
+flushes = per_fsync = None
+if b != "n/a" and a != "n/a":
+    flushes = int(a) - int(b)
+    if source.startswith("/proc/diskstats") and int(a) == 0 and "write back" in source:
+        # a write-back cache that never saw a flush: the device does not
+        # count them (device-mapper, for one), it did not skip them
+        source, flushes = "%s counts no flushes" % source.split()[1], None
+    elif fsyncs:
+        per_fsync = flushes / fsyncs
+else:
+    source = "n/a: " + (source if b == "n/a" else after.split("\t", 1)[1])
+json.dump({"writes": writes, "bytes": on_disk, "fsyncs": fsyncs,
+           "flushes": flushes, "flushes_per_fsync": per_fsync,
+           "flush_source": source}, sys.stdout)
+print()
+PY
 }
 
 settle() { # settle TARGET: make what earlier work left durable, untimed
