@@ -62,6 +62,9 @@ bool file_is_write_only(const struct fuse_file_info *fi);
  * whether it holds CAP_FSETID: the inputs of Linux's set-group-ID rules
  * (ACL set, fallocate). */
 void caller_of(fuse_req_t req, struct ordfs_caller *c, uint32_t *groups);
+/* Does process pid (of user uid) hold capability cap in its effective
+ * set?  Read from /proc; if the process is gone, only uid 0 does. */
+bool caller_has_cap(pid_t pid, uid_t uid, int cap);
 
 /* ---- ops outside fuse_ops.c -------------------------------------------- */
 

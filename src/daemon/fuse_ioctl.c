@@ -7,9 +7,16 @@
  *
  * Rules: FUSE passes only restricted ioctls (size and direction in the
  * number), so every argument is a fixed struct; 32-bit callers (compat)
- * get ENOSYS.
+ * get ENOSYS.  An ioctl that changes the image or costs I/O for everyone
+ * beyond what the caller's own files need (TRIM, the test hooks) takes
+ * CAP_SYS_ADMIN, as FITRIM does in the kernel, or the mount's owner (the
+ * user the daemon runs as: a user's own fusermount3 mount); others get
+ * EPERM.  STATS reads, and SYNC is what sync(2) and syncfs(2) are to any
+ * user, so both stay open to every caller the kernel lets open a file.
  */
 #include <errno.h>
+#include <linux/capability.h>
+#include <unistd.h>
 
 #include "fuse_glue.h"
 #include "test_hooks.h"
@@ -17,6 +24,14 @@
 #include "../ops.h"
 #include "../ordfs_ioctl.h"
 #include "../stats/stats.h"
+
+/* May the caller run an ioctl that changes the image or costs everyone
+ * I/O?  CAP_SYS_ADMIN, or it is the mount's owner. */
+static bool caller_may_administer(fuse_req_t req)
+{
+	const struct fuse_ctx *fc = fuse_req_ctx(req);
+	return fc->uid == getuid() || caller_has_cap(fc->pid, fc->uid, CAP_SYS_ADMIN);
+}
 
 void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_file_info *fi,
 	      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
@@ -29,6 +44,12 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 		return;
 	}
 	int err;
+	bool administers = (unsigned)cmd == ORDFS_IOC_TRIM || (unsigned)cmd == ORDFS_IOC_TEST_MARK ||
+			   (unsigned)cmd == ORDFS_IOC_TEST_FAULT;
+	if (administers && !caller_may_administer(req)) {
+		reply_result(req, -EPERM);
+		return;
+	}
 	switch ((unsigned)cmd) {
 	case ORDFS_IOC_SYNC:
 		err = ordfs_sync(ctx_of(req)->fs);

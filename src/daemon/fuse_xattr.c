@@ -5,7 +5,7 @@
  * system.posix_acl_* names; the core keeps them and the mode in step), and
  * caller_of(): the caller's groups and CAP_FSETID, which Linux's
  * set-group-ID rules need (setting an access ACL here, fallocate in
- * fuse_ops.c).  libfuse 3.14 drops the kernel's
+ * fuse_ops.c); caller_has_cap() for other capabilities (fuse_ioctl.c).  libfuse 3.14 drops the kernel's
  * FUSE_SETXATTR_ACL_KILL_SGID flag, so the daemon applies the rule itself.
  */
 #include <errno.h>
@@ -19,9 +19,10 @@
 #include "inode/inode.h"
 #include "../ops.h"
 
-/* Does process pid hold CAP_FSETID (its effective set, /proc/PID/status)?
- * If it cannot be read (the process is gone): only root is taken to. */
-static bool caller_has_fsetid(pid_t pid, uid_t uid)
+/* Does process pid hold capability `cap` (its effective set,
+ * /proc/PID/status)?  If it cannot be read (the process is gone): only
+ * root is taken to. */
+bool caller_has_cap(pid_t pid, uid_t uid, int cap)
 {
 	char path[64], line[256];
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
@@ -32,7 +33,7 @@ static bool caller_has_fsetid(pid_t pid, uid_t uid)
 	while (!found && fgets(line, sizeof(line), f)) {
 		unsigned long long caps;
 		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
-			has = (caps >> CAP_FSETID) & 1;
+			has = (caps >> cap) & 1;
 			found = true;
 		}
 	}
@@ -57,7 +58,7 @@ void caller_of(fuse_req_t req, struct ordfs_caller *c, uint32_t *groups)
 	c->cred = cred_of(req);
 	c->groups = groups;
 	c->ngroups = (uint32_t)n;
-	c->cap_fsetid = caller_has_fsetid(fc->pid, fc->uid);
+	c->cap_fsetid = caller_has_cap(fc->pid, fc->uid, CAP_FSETID);
 }
 
 /* ---- extended attributes -------------------------------------------------- */

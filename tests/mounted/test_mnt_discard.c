@@ -2,9 +2,13 @@
  * test_mnt_discard.c - freed blocks go back to the host: with -o discard
  * as they are freed, without it at `ordfsctl trim`; the image file takes
  * less space on the host (st_blocks) and nothing in use is touched, even
- * while writers allocate during the trim.
+ * while writers allocate during the trim.  Trim is for the mount's owner
+ * or CAP_SYS_ADMIN (as FITRIM): another user of an allow_other mount gets
+ * EPERM, while stats and sync stay open to it.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -130,6 +134,61 @@ START_TEST(test_trim_gives_back_free_blocks_only)
 }
 END_TEST
 
+/* In a child that becomes `nobody` (no capabilities left): the errno of
+ * each ioctl on the mount's root, as the exit status's bits: bit 0 TRIM
+ * gave EPERM, bit 1 STATS worked, bit 2 SYNC worked (7 when all hold). */
+static int ioctls_as_nobody(struct mnt *m)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* opened first: the test's directories are 0700; every ioctl
+		 * still carries nobody's credentials */
+		int fd = open(m->mountpoint, O_RDONLY | O_DIRECTORY);
+		if (fd < 0)
+			_exit(101);
+		if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+		    setresuid(65534, 65534, 65534) != 0)
+			_exit(100);
+		struct ordfs_trim t = { 0 };
+		struct ordfs_stats st;
+		int bits = 0;
+		if (ioctl(fd, ORDFS_IOC_TRIM, &t) != 0 && errno == EPERM)
+			bits |= 1;
+		if (ioctl(fd, ORDFS_IOC_STATS, &st) == 0)
+			bits |= 2;
+		if (ioctl(fd, ORDFS_IOC_SYNC, NULL) == 0)
+			bits |= 4;
+		_exit(bits);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+START_TEST(test_trim_is_for_the_owner_or_cap_sys_admin)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, "allow_other"); /* other users may use it */
+	mnt_write_pattern(mnt_path(&m, "big"), 8 * MiB, 9, 0644);
+	MNT_OK(unlink(mnt_path(&m, "big")));
+	ioctl_on(&m, ORDFS_IOC_SYNC, NULL);
+	int bits = ioctls_as_nobody(&m);
+	ck_assert_msg(bits == 7, "as nobody: trim %s, stats %s, sync %s (status %d)",
+		      bits & 1 ? "refused" : "NOT refused with EPERM", bits & 2 ? "ok" : "FAILED",
+		      bits & 4 ? "ok" : "FAILED", bits);
+	/* the owner (root here) still trims */
+	struct ordfs_trim t = { 0 };
+	ioctl_on(&m, ORDFS_IOC_TRIM, &t);
+	ck_assert_uint_ge(t.trimmed_bytes, 8 * MiB);
+	mnt_stop(&m);
+	mnt_check(&m);
+	mnt_finish(&m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mounted discard");
@@ -137,6 +196,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_online_discard_shrinks_the_image);
 	tcase_add_test(tc, test_trim_gives_back_free_blocks_only);
+	tcase_add_test(tc, test_trim_is_for_the_owner_or_cap_sys_admin);
 	suite_add_tcase(s, tc);
 	return mnt_run_suite(s);
 }
