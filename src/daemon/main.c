@@ -7,7 +7,7 @@
  *      file description, so it survives the fork; a second daemon or
  *      fsck.ordfs fails with "in use").  When no mount of the image is
  *      left, the holder is a daemon finishing its unmount (or fsck):
- *      wait for it, at most LOCK_WAIT_MS, as a kernel mount waits for
+ *      wait for it, at most IMAGE_LOCK_WAIT_MS (image_lock.h), as a kernel mount waits for
  *      the previous umount (xfstests generic/604).
  *   3. Validate the superblock and journal state, still writing nothing.
  *   4. Create the FUSE session and mount it.
@@ -38,6 +38,7 @@
 #include "base/log.h"
 #include "options.h"
 #include "utab.h"
+#include "image_lock.h"
 #include "mountinfo.h"
 #include "readahead.h"
 #include "test_hooks.h"
@@ -160,43 +161,6 @@ static void on_fatal(void *ctx, int err)
 
 /* ---- the image -------------------------------------------------------- */
 
-#define LOCK_WAIT_MS 10000
-
-/* Is the image the source of a live FUSE mount (this namespace)? */
-static bool image_is_mounted(const char *image)
-{
-	char *abs = realpath(image, NULL);
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	bool found = false;
-	char line[3 * PATH_MAX];
-	while (abs && f && !found && fgets(line, sizeof(line), f)) {
-		/* ... - TYPE SOURCE SUPEROPTS */
-		char *dash = strstr(line, " - ");
-		char type[256], source[2 * PATH_MAX];
-		if (!dash || sscanf(dash + 3, "%255s %8191s", type, source) != 2)
-			continue;
-		mountinfo_unescape(source);
-		found = strncmp(type, "fuse", 4) == 0 && strcmp(source, abs) == 0;
-	}
-	if (f)
-		fclose(f);
-	free(abs);
-	return found;
-}
-
-/* Takes the image's lock; waits for a holder whose mount is gone. */
-static int lock_image(const struct daemon_options *o, struct blockdev *bd)
-{
-	for (unsigned waited = 0;; waited += 50) {
-		int err = blockdev_host_lock(bd, LOCK_EX);
-		if (err != -EWOULDBLOCK)
-			return err;
-		if (waited >= LOCK_WAIT_MS || image_is_mounted(o->image))
-			return -EBUSY;
-		usleep(50 * 1000);
-	}
-}
-
 static unsigned image_flags(const struct daemon_options *o)
 {
 	unsigned flags = o->fs.readonly ? BLOCKDEV_READONLY
@@ -217,7 +181,9 @@ static int open_image(const struct daemon_options *o, struct blockdev **out)
 		logmsg(LOG_ERR, "cannot open: %s", why);
 		return err;
 	}
-	err = lock_image(o, *out); /* NBD: the owner record, after the superblock */
+	/* a daemon still unmounting holds it a moment; NBD: the owner
+	 * record, after the superblock */
+	err = image_lock_wait(*out, o->image, IMAGE_LOCK_WAIT_MS);
 	if (err) {
 		logmsg(LOG_ERR, "%s", err == -EBUSY
 					      ? "image is in use (another ordfs daemon or fsck.ordfs)"

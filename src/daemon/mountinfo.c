@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mountinfo.h"
@@ -59,4 +60,26 @@ int mountinfo_find(const char *target, char *source, size_t ssize, char *type, s
 	}
 	fclose(f);
 	return err;
+}
+
+/* Is the image the source of a live FUSE mount (this namespace)? */
+bool mountinfo_image_mounted(const char *image)
+{
+	char *abs = realpath(image, NULL);
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	bool found = false;
+	char line[3 * PATH_MAX];
+	while (abs && f && !found && fgets(line, sizeof(line), f)) {
+		/* ... - TYPE SOURCE SUPEROPTS */
+		char *dash = strstr(line, " - ");
+		char type[256], source[2 * PATH_MAX];
+		if (!dash || sscanf(dash + 3, "%255s %8191s", type, source) != 2)
+			continue;
+		mountinfo_unescape(source);
+		found = strncmp(type, "fuse", 4) == 0 && strcmp(source, abs) == 0;
+	}
+	if (f)
+		fclose(f);
+	free(abs);
+	return found;
 }

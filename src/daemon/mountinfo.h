@@ -9,6 +9,7 @@
 #ifndef ORDFS_MOUNTINFO_H
 #define ORDFS_MOUNTINFO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Undoes mountinfo's octal escapes in place. */
@@ -20,5 +21,8 @@ void mountinfo_unescape(char *s);
  * mounted there. */
 int mountinfo_find(const char *target, char *source, size_t ssize, char *type, size_t tsize,
 		   char *dev, size_t dsize);
+
+/* Is the file `image` the source of a live FUSE mount (this namespace)? */
+bool mountinfo_image_mounted(const char *image);
 
 #endif

@@ -32,6 +32,7 @@
 #include "check/check.h"
 #include "journal/journal.h"
 #include "super/owner.h"
+#include "../../src/daemon/image_lock.h"
 
 #define FSCK_OK 0
 #define FSCK_CORRECTED 1
@@ -313,7 +314,8 @@ int main(int argc, char **argv)
 		return FSCK_ERROR;
 	}
 	int status = FSCK_ERROR;
-	if (!o.readonly && blockdev_host_lock(bd, LOCK_EX) != 0) {
+	/* A daemon still finishing its unmount holds the lock a moment. */
+	if (!o.readonly && image_lock_wait(bd, o.image, IMAGE_LOCK_WAIT_MS) != 0) {
 		fprintf(stderr, "fsck.ordfs: %s: image is in use (mounted by ordfs?)\n", o.image);
 		goto out;
 	}
