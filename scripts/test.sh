@@ -108,6 +108,7 @@ run_tsan_suite() {
 	reports="$(pwd)/$TSAN_BUILD_DIR/tsan-reports"
 	rm -rf "$reports"
 	mkdir -p "$reports"
+	chmod 1777 "$reports" # the rootless tier's daemons run as nobody
 	TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 log_path=$reports/report suppressions=$(pwd)/tests/tsan.supp" \
 		ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} ORDFS_TEST_SWEEP_STRIDE=${ORDFS_TEST_SWEEP_STRIDE:-4} \
 		ORDFS_SQLITE_STATES=${ORDFS_SQLITE_STATES:-300} \
