@@ -14,7 +14,10 @@
  *    way: blockdev_write_zeroes), then a flush, then the superblocks, then
  *    a flush.  So an image whose mkfs stopped half way never looks valid.
  *  - lost+found is created through the ordinary mount/mkdir/unmount path;
- *    mkfs knows nothing about directory blocks.
+ *    mkfs knows nothing about directory blocks.  It is root's, 0700, whoever
+ *    owns the root directory (mke2fs's root_owner changes only the root).
+ *  - Unmaking (a later step failed) zeroes both superblocks, flushed, as
+ *    the first step of a write does.
  *  - Every on-disk field goes through the format.h encoders or le_put*.
  *
  * Layout written (block numbers; see format.h):
@@ -292,6 +295,7 @@ int ordfs_mkfs_plan(const struct mkfs_params *p, uint64_t device_bytes,
 struct area_writer {
 	const struct ordfs_super *sb;
 	uint32_t block_size;
+	struct ordfs_cred root_owner;
 	void (*fill)(const struct area_writer *w, uint64_t blockno, uint8_t *blk);
 };
 
@@ -341,10 +345,13 @@ static void fill_inode_bitmap(const struct area_writer *w, uint64_t blockno, uin
 	ordfs_block_csum_set(blk, w->block_size, sb->csum_seed);
 }
 
-static void root_inode(const struct ordfs_super *sb, struct ordfs_inode *ino)
+static void root_inode(const struct ordfs_super *sb, const struct ordfs_cred *owner,
+		       struct ordfs_inode *ino)
 {
 	memset(ino, 0, sizeof(*ino));
 	ino->mode = S_IFDIR | 0755;
+	ino->uid = owner->uid;
+	ino->gid = owner->gid;
 	ino->links = 2;
 	ino->parent = ORDFS_ROOT_INO;
 	ino->atime.sec = (int64_t)sb->mkfs_time;
@@ -361,7 +368,7 @@ static void fill_inode_table(const struct area_writer *w, uint64_t blockno, uint
 	if (blockno != root_block)
 		return;
 	struct ordfs_inode root;
-	root_inode(w->sb, &root);
+	root_inode(w->sb, &w->root_owner, &root);
 	ordfs_inode_encode(&root, ORDFS_ROOT_INO, w->sb->csum_seed, blk + root_off);
 }
 
@@ -435,10 +442,12 @@ static int destroy_old_supers(struct blockdev *bd, const struct ordfs_super *sb)
  * the inode table are made to read as zeros the device's own way (a hole,
  * WRITE_ZEROES), so a big image does not get its whole inode table sent
  * as zeros (a 16 TiB image has 256 GiB of it). */
-static int write_metadata_areas(struct blockdev *bd, const struct ordfs_super *sb)
+static int write_metadata_areas(struct blockdev *bd, const struct ordfs_super *sb,
+				const struct ordfs_cred *root_owner)
 {
 	uint32_t bs = ordfs_block_size(sb);
-	struct area_writer meta = { .sb = sb, .block_size = bs, .fill = fill_metadata_block };
+	struct area_writer meta = { .sb = sb, .block_size = bs, .root_owner = *root_owner,
+				    .fill = fill_metadata_block };
 	uint64_t root_block;
 	uint32_t root_off;
 	ordfs_inode_location(sb, ORDFS_ROOT_INO, &root_block, &root_off);
@@ -496,6 +505,18 @@ out_unmount:;
 
 int ordfs_mkfs_write(struct blockdev *bd, const struct ordfs_super *sb, const char **why)
 {
+	const struct ordfs_cred root = { 0, 0 };
+	return ordfs_mkfs_write_owned(bd, sb, &root, why);
+}
+
+int ordfs_mkfs_unmake(struct blockdev *bd, const struct ordfs_super *sb)
+{
+	return destroy_old_supers(bd, sb);
+}
+
+int ordfs_mkfs_write_owned(struct blockdev *bd, const struct ordfs_super *sb,
+			   const struct ordfs_cred *root_owner, const char **why)
+{
 	const char *dummy;
 	if (!why)
 		why = &dummy;
@@ -513,7 +534,7 @@ int ordfs_mkfs_write(struct blockdev *bd, const struct ordfs_super *sb, const ch
 		*why = "cannot write to the device";
 		return err;
 	}
-	err = write_metadata_areas(bd, sb);
+	err = write_metadata_areas(bd, sb, root_owner);
 	if (!err)
 		err = blockdev_flush(bd);
 	if (!err)

@@ -10,7 +10,13 @@
  * Rules: plan first, validate the plan with ordfs_super_check_geometry(),
  * then write.  On failure the image may be partly written (mkfs destroys
  * what was there by definition), but the superblock is written last so a
- * half-made image never looks valid.
+ * half-made image never looks valid; a step after it that fails (filling
+ * the new filesystem from a directory, populate.h) takes the superblocks
+ * away again with ordfs_mkfs_unmake.
+ *
+ * The root directory is owned by root (ordfs_mkfs_write) or by the owner
+ * given (ordfs_mkfs_write_owned: mke2fs's -E root_owner); lost+found by
+ * root, always, as mke2fs makes it.
  */
 #ifndef ORDFS_MKFS_H
 #define ORDFS_MKFS_H
@@ -21,6 +27,7 @@
 #include "format/format.h"
 
 struct blockdev;
+struct ordfs_cred;
 
 struct mkfs_params {
 	uint64_t size_bytes;      /* 0 = the whole device */
@@ -40,5 +47,11 @@ int ordfs_mkfs_plan(const struct mkfs_params *p, uint64_t device_bytes,
 		    struct ordfs_super *sb, const char **why);
 /* Writes a new filesystem described by a plan onto bd. */
 int ordfs_mkfs_write(struct blockdev *bd, const struct ordfs_super *sb, const char **why);
+/* The same with the root directory owned by root_owner's uid and gid. */
+int ordfs_mkfs_write_owned(struct blockdev *bd, const struct ordfs_super *sb,
+			   const struct ordfs_cred *root_owner, const char **why);
+/* Zeroes both superblocks of the filesystem planned as sb, so an image
+ * whose making failed after ordfs_mkfs_write never looks valid. */
+int ordfs_mkfs_unmake(struct blockdev *bd, const struct ordfs_super *sb);
 
 #endif

@@ -2,15 +2,26 @@
  * mkfs.ordfs - make an ordfs filesystem in an image file or on a block device.
  *
  *   mkfs.ordfs [-b blocksize] [-N inodes] [-J size=MiB] [-L label] [-U uuid]
- *              [-E mount_opts=OPTS] [-e continue|remount-ro|abort]
+ *              [-E root_owner[=UID:GID],mount_opts=OPTS]
+ *              [-e continue|remount-ro|abort] [-d DIR]
  *              [-n] [-F] [-q] IMAGE [SIZE]
  *
  * Owns: the command line, the checks made before anything is written, and
  * the creation or extension of an image file.  The geometry and the writing
- * are the library's (src/mkfs/mkfs.c); nothing here knows the format beyond
- * the superblock magic it looks for.  The option loop (--help, --version),
- * the message lines, -e and the size and UUID formatters are shared with
- * tune.ordfs and dump.ordfs (tools/common/cli.c).
+ * are the library's (src/mkfs/mkfs.c), and so is filling the new
+ * filesystem from -d DIR (src/mkfs/populate.c); nothing here knows the
+ * format beyond the superblock magic it looks for.  -E is parsed by
+ * extended.c.  The option loop (--help, --version), the message lines, -e
+ * and the size and UUID formatters are shared with tune.ordfs and
+ * dump.ordfs (tools/common/cli.c).
+ *
+ * Who owns what: the root directory is the caller's (real uid and gid)
+ * unless -E root_owner says otherwise: root's for root, as mke2fs makes
+ * it, and a user's own for a user, who will mount the image with
+ * fusermount3 as that user and must be able to write to it.  With -d, a
+ * run as root keeps every file's owner (and the root directory takes
+ * DIR's, unless -E root_owner is given); a user's run makes everything the
+ * user's.
  *
  * Rules kept here:
  *  - Everything is validated before the image is opened for writing: the
@@ -22,6 +33,11 @@
  *  - Every error is one line on stderr, "mkfs.ordfs: ...", and exit status
  *    1 (operation failed or bad usage, as mke2fs does).  --help and
  *    --version exit 0.
+ *  - -d DIR must be a directory this run can open, checked before
+ *    anything is written.  If copying it fails (a file it cannot read, no
+ *    space left), the error names the path, the new filesystem is
+ *    unmade (its superblocks zeroed: a half-filled image never looks
+ *    valid) and the exit status is 1.
  *  - A file this run created is removed again if making the filesystem
  *    fails.
  */
@@ -41,9 +57,12 @@
 
 #include "blockdev/blockdev.h"
 #include "cli.h"
+#include "extended.h"
 #include "format/format.h"
 #include "mkfs/mkfs.h"
+#include "mkfs/populate.h"
 #include "mount_opts.h"
+#include "ops.h"
 #include "super/owner.h"
 
 #define PROG "mkfs.ordfs"
@@ -52,6 +71,8 @@
 
 struct mkfs_options {
 	struct mkfs_params params;
+	struct mkfs_extended ext; /* -E */
+	const char *source;       /* -d DIR */
 	const char *image;
 	const char *size_arg;
 	uint64_t size;          /* SIZE in bytes, 0 = not given */
@@ -75,7 +96,7 @@ static int parse_option(int c, const char *arg, void *ctx);
 static const struct cli tool = {
 	.prog = PROG,
 	.usage = "[options] IMAGE [SIZE]",
-	.shortopts = ":b:N:J:L:U:E:e:nFqhV",
+	.shortopts = ":b:N:J:L:U:E:e:d:nFqhV",
 	.help_val = 'h',
 	.print_help = print_help,
 	.parse_option = parse_option,
@@ -110,11 +131,18 @@ static void print_help(void)
 	       "  -U UUID             filesystem UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)\n"
 	       "                      or 'random' (default); a given UUID also fixes the\n"
 	       "                      directory hash seed\n"
-	       "  -E mount_opts=OPTS  default mount options stored in the superblock\n"
+	       "  -E OPTION,...       extended options, separated by commas:\n"
+	       "    root_owner[=UID:GID]\n"
+	       "                      owner of the root directory (alone: the caller's\n"
+	       "                      uid and gid, which is also the default)\n"
+	       "    mount_opts=OPTS   default mount options stored in the superblock\n"
 	       "                      (at most 64 bytes; takes the rest of the argument,\n"
-	       "                      commas included)\n"
+	       "                      commas included, so it comes last)\n"
 	       "  -e BEHAVIOUR        on metadata errors: continue (default), remount-ro\n"
 	       "                      or abort (panic is accepted as abort)\n"
+	       "  -d DIR              copy the tree DIR into the new filesystem (files,\n"
+	       "                      holes, links, devices, modes, times, xattrs, ACLs;\n"
+	       "                      owners when run as root)\n"
 	       "  -n                  print what would be made, write nothing\n"
 	       "  -F                  overwrite an existing filesystem or signature\n"
 	       "  -q                  quiet\n"
@@ -259,34 +287,19 @@ static int parse_uuid_option(const char *arg, struct mkfs_options *o)
 	return 0;
 }
 
-/* -E key=value[,...]: mount_opts= takes the rest of the argument. */
+/* -E option[,...] (extended.c); mount_opts= takes the rest of the
+ * argument. */
 static int parse_extended(const char *arg, struct mkfs_options *o)
 {
-	const char *p = arg;
-	while (*p) {
-		if (strncmp(p, "mount_opts=", 11) == 0) {
-			const char *v = p + 11;
-			char why[192];
-			if (strlen(v) > ORDFS_MOUNT_OPTS_LEN) {
-				usage_error("mount_opts '%s' is longer than 64 bytes", v);
-				return -1;
-			}
-			/* Only what the daemon takes from an image (tune.ordfs's rule). */
-			if (*v && mount_opts_validate(v, why, sizeof(why)) != 0) {
-				usage_error("mount_opts: %s", why);
-				return -1;
-			}
-			strcpy(o->params.mount_opts, v);
-			return 0;
-		}
-		size_t len = strcspn(p, ",=");
-		char key[64];
-		snprintf(key, sizeof(key), "%.*s", (int)len, p);
-		usage_error("unknown extended option '%s'", key);
+	char why[256];
+	if (mkfs_parse_extended(arg, (uint32_t)getuid(), (uint32_t)getgid(), mount_opts_validate,
+				&o->ext, why, sizeof(why)) != 0) {
+		usage_error("%s", why);
 		return -1;
 	}
-	usage_error("empty extended option");
-	return -1;
+	if (o->ext.mount_opts_set)
+		strcpy(o->params.mount_opts, o->ext.mount_opts);
+	return 0;
 }
 
 static int parse_option(int c, const char *arg, void *ctx)
@@ -300,6 +313,7 @@ static int parse_option(int c, const char *arg, void *ctx)
 	case 'U': return parse_uuid_option(arg, o);
 	case 'E': return parse_extended(arg, o);
 	case 'e': return cli_parse_errors(&tool, arg, &o->params.errors);
+	case 'd': o->source = arg; return 0;
 	case 'n': o->dry_run = true; return 0;
 	case 'F': o->force = true; return 0;
 	case 'q': o->quiet = true; return 0;
@@ -591,6 +605,51 @@ static int preallocate_metadata(struct blockdev *bd, const struct ordfs_super *s
 	return 0;
 }
 
+/* The root directory's owner: -E root_owner, else the caller's real ids
+ * (root's for root, as mke2fs; a user's own for a user). */
+static struct ordfs_cred root_owner(const struct mkfs_options *o)
+{
+	if (o->ext.root_owner_set)
+		return (struct ordfs_cred){ o->ext.root_uid, o->ext.root_gid };
+	return (struct ordfs_cred){ (uint32_t)getuid(), (uint32_t)getgid() };
+}
+
+/* -d DIR into the filesystem just written on bd.  0, or -1 after one line
+ * naming what could not be copied. */
+static int fill_from_source(const struct mkfs_options *o, const struct target *t,
+			    struct blockdev *bd)
+{
+	struct mkfs_populate p = {
+		.source = o->source,
+		.keep_owners = geteuid() == 0,
+		.owner = { (uint32_t)getuid(), (uint32_t)getgid() },
+		.root_owner_set = o->ext.root_owner_set,
+		.root_owner = root_owner(o),
+	};
+	struct stat st;
+	if (!t->nbd && !t->is_blockdev && stat(o->image, &st) == 0) {
+		p.skip_set = true; /* the image, if it lies inside DIR */
+		p.skip_dev = st.st_dev;
+		p.skip_ino = st.st_ino;
+	}
+	struct mkfs_populate_stats stats;
+	char *why = NULL;
+	int err = ordfs_mkfs_populate(bd, &p, &stats, &why);
+	if (err) {
+		fprintf(stderr, PROG ": %s\n", why ? why : strerror(-err));
+		free(why);
+		return -1;
+	}
+	if (!o->quiet) {
+		char bytes[32];
+		cli_format_bytes(stats.data_bytes, CLI_UP_TO_PIB, bytes, sizeof(bytes));
+		printf("Copied %s: %" PRIu64 " files and directories, %" PRIu64
+		       " more hard links, %s of data.\n",
+		       o->source, stats.inodes, stats.links, bytes);
+	}
+	return 0;
+}
+
 static int write_filesystem(const struct mkfs_options *o, const struct target *t,
 			    const struct ordfs_super *sb)
 {
@@ -612,7 +671,8 @@ static int write_filesystem(const struct mkfs_options *o, const struct target *t
 		why = claim_why;
 	bool written = false;
 	if (!err) {
-		err = ordfs_mkfs_write(bd, sb, &why);
+		const struct ordfs_cred owner = root_owner(o);
+		err = ordfs_mkfs_write_owned(bd, sb, &owner, &why);
 		written = true;
 	}
 	/* After the write: zeroing may have punched holes in them. */
@@ -621,12 +681,23 @@ static int write_filesystem(const struct mkfs_options *o, const struct target *t
 		if (err)
 			why = "cannot allocate space for the metadata areas";
 	}
+	bool copy_failed = false;
+	if (!err && o->source && fill_from_source(o, t, bd) != 0) {
+		/* Reported; a half-filled filesystem must not look made. */
+		copy_failed = true;
+		err = -EIO;
+		if (ordfs_mkfs_unmake(bd, sb) != 0)
+			fprintf(stderr, PROG ": %s: cannot zero the superblocks of the unfinished filesystem\n",
+				o->image);
+	}
 	if (written)
 		owner_release(claim);
 	else
 		owner_undo(claim);
 	if (bd != t->nbd)
 		blockdev_destroy(bd);
+	if (copy_failed)
+		return -1;
 	if (err) {
 		image_error(o->image, why, err == -EBUSY ? 0 : err);
 		return -1;
@@ -662,7 +733,22 @@ static int make_filesystem(const struct mkfs_options *o, const struct target *t,
 		return -1;
 	}
 	if (!o->quiet)
-		printf("Filesystem written (superblocks, journal, bitmaps, root, lost+found).\n");
+		printf("Filesystem written (superblocks, journal, bitmaps, root, lost+found%s).\n",
+		       o->source ? ", and the copy" : "");
+	return 0;
+}
+
+/* -d DIR: a directory this run can open, before anything is written. */
+static int check_source(const struct mkfs_options *o)
+{
+	if (!o->source)
+		return 0;
+	int fd = open(o->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": cannot read %s: %s\n", o->source, strerror(errno));
+		return -1;
+	}
+	close(fd);
 	return 0;
 }
 
@@ -678,6 +764,8 @@ int main(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : EXIT_FAILED;
 	apply_journal_size(&o);
+	if (check_source(&o))
+		return EXIT_FAILED;
 	if (probe_target(&o, &t))
 		return EXIT_FAILED;
 
