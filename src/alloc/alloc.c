@@ -7,15 +7,21 @@
  * a block is handed out only when it is free on disk and its free has
  * committed [J5]; on-disk bits change only under a handle; a->lock guards
  * all of it and is taken inside a handle, outside the journal state lock.
+ * On a sparse image (backing.h) claims prefer blocks the host backs, and
+ * nothing is handed out before the host gave it its space: the allocate
+ * is made without a->lock, the blocks claimed in memory meanwhile.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "backing.h"
 #include "bitmap_chunks.h"
+#include "../blockdev/blockdev.h"
 #include "../cache/bcache.h"
 #include "../journal/journal.h"
+#include "../base/ordfs_assert.h"
 #include "../lock/lock.h"
 
 struct alloc {
@@ -29,7 +35,9 @@ struct alloc {
 	uint64_t data_start, data_end; /* allocatable: [data_start, data_end) */
 	uint64_t block_bitmap_start;
 	uint64_t inode_bitmap_start;
+	uint64_t inode_table_start;
 	uint32_t inode_count;
+	struct backing backing;     /* host space of a sparse image (backing.h) */
 
 	struct ordfs_mutex lock;
 	struct chunks *map;   /* block map, 1 = unavailable (bitmap_chunks.h) */
@@ -127,6 +135,11 @@ static int load_map(struct alloc *a, uint64_t start, enum ordfs_block_type type,
 		.block_size = a->block_size, .csum_seed = a->csum_seed, .nbits = nbits,
 		.count_from = count_from, .count_to = count_to, .tolerant = a->tolerant,
 	};
+	/* The block map of a sparse image knows its holes (backing.h). */
+	if (type == ORDFS_BT_BLOCK_BITMAP && backing_on(&a->backing)) {
+		cfg.hint_load = backing_load_holes;
+		cfg.hint_ctx = &a->backing;
+	}
 	return chunks_create(&cfg, out, free, bad_block, &a->bad_bitmap_blocks);
 }
 
@@ -146,7 +159,12 @@ int alloc_load(struct bcache *cache, const struct ordfs_super *sb, unsigned flag
 	a->data_end = sb->block_count - 1; /* last block: backup superblock */
 	a->block_bitmap_start = sb->block_bitmap_start;
 	a->inode_bitmap_start = sb->inode_bitmap_start;
+	a->inode_table_start = sb->inode_table_start;
 	a->inode_count = sb->inode_count;
+	/* Read-only (the checker's view): nothing is allocated, no holes. */
+	backing_init(&a->backing, bcache_device(cache), a->block_size, a->block_count);
+	if (a->tolerant)
+		a->backing.on = false;
 	a->rotor = a->data_start;
 	a->meta_reserve = meta_reserve_for(a->data_end - a->data_start, a->block_size);
 	ordfs_mutex_init(&a->lock, LOCK_ALLOC, "alloc lock");
@@ -202,6 +220,61 @@ static uint64_t available_for_data(const struct alloc *a)
 }
 
 
+/* The first free block the host backs, from goal on and then from the
+ * start (backing.h: reused blocks need no new host space); data_end if
+ * none is known.  a->lock held. */
+static uint64_t find_backed(struct alloc *a, uint64_t goal)
+{
+	/* The goal's chunk is loaded (with its hints) if it was not: the
+	 * search below sees only loaded chunks. */
+	(void)chunks_test(a->map, goal);
+	if (chunks_unhinted_free(a->map) == 0)
+		return a->data_end; /* costs nothing when there is none */
+	uint64_t s = chunks_find_zero_unhinted(a->map, goal, a->data_end);
+	if (s == a->data_end)
+		s = chunks_find_zero_unhinted(a->map, a->data_start, goal);
+	return s;
+}
+
+/* Host space for claimed blocks [s, s + n) that may be holes (backing.h),
+ * with the window around them while the host has room: 0, or the claim
+ * is given back and the error returned.  Called without a->lock;
+ * `reserved` is what the claim took from reservations. */
+static int give_host_space(struct alloc *a, uint64_t s, uint32_t n, uint64_t reserved)
+{
+	struct backing *b = &a->backing;
+	ordfs_mutex_lock(&a->lock);
+	bool holes = backing_on(b) && chunks_any_hinted(a->map, s, n);
+	uint64_t gen = b->punch_gen;
+	ordfs_mutex_unlock(&a->lock);
+	if (!holes)
+		return 0;
+	uint64_t lo, hi;
+	uint64_t ahead = BACKING_AHEAD_BYTES / a->block_size;
+	backing_window(b, s, n, ahead, a->data_start, a->data_end, &lo, &hi);
+	int err = backing_allocate(b, lo, hi - lo);
+	if (err == -ENOSPC && (lo != s || hi != s + n)) {
+		lo = s; /* the window did not fit: the run alone */
+		hi = s + n;
+		err = backing_allocate(b, lo, hi - lo);
+	}
+	ordfs_mutex_lock(&a->lock);
+	if (!err) {
+		/* Backed now; the rest of the window only if nothing of it was
+		 * punched since (it would be a hole again). */
+		if (b->punch_gen == gen)
+			chunks_set_hints(a->map, lo, hi - lo, false);
+		else
+			chunks_set_hints(a->map, s, n, false);
+	} else {
+		for (uint64_t i = s; i < s + n; i++)
+			a->map_free += chunks_clear(a->map, i);
+		a->reserved += reserved;
+	}
+	ordfs_mutex_unlock(&a->lock);
+	return err;
+}
+
 int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned flags,
 		       uint64_t *start, uint32_t *got)
 {
@@ -218,7 +291,11 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 	if (goal < a->data_start || goal >= a->data_end)
 		goal = a->rotor;
 
-	uint64_t s = chunks_find_zero(a->map, goal, a->data_end);
+	/* A block the host backs first: the run then stops at a hole. */
+	uint64_t s = find_backed(a, goal);
+	bool backed = s < a->data_end;
+	if (!backed)
+		s = chunks_find_zero(a->map, goal, a->data_end);
 	if (s == a->data_end)
 		s = chunks_find_zero(a->map, a->data_start, goal);
 	if (s >= a->data_end || chunks_test(a->map, s)) {
@@ -226,13 +303,21 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 		return -ENOSPC; /* counters said free: only if they are wrong */
 	}
 	uint32_t n = 0; /* chunks_set is false for a bit already set: the run ends */
-	while (n < want && s + n < a->data_end && chunks_set(a->map, s + n))
+	while (n < want && s + n < a->data_end && !(backed && chunks_hinted(a->map, s + n)) &&
+	       chunks_set(a->map, s + n))
 		n++;
+	ORDFS_ASSERT(n > 0);
 	a->map_free -= n;
-	if (flags & ALLOC_FROM_RESERVATION)
-		a->reserved -= n < a->reserved ? n : a->reserved;
+	uint64_t took = 0;
+	if (flags & ALLOC_FROM_RESERVATION) {
+		took = n < a->reserved ? n : a->reserved;
+		a->reserved -= took;
+	}
 	a->rotor = s + n < a->data_end ? s + n : a->data_start;
 	ordfs_mutex_unlock(&a->lock);
+	int err = give_host_space(a, s, n, took);
+	if (err)
+		return err;
 	*start = s;
 	*got = n;
 	return 0;
@@ -333,6 +418,21 @@ int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_
 	return err;
 }
 
+void alloc_note_holes(struct alloc *a, uint64_t start, uint64_t len)
+{
+	if (!in_data_area(a, start, len))
+		return;
+	ordfs_mutex_lock(&a->lock);
+	chunks_set_hints(a->map, start, len, true);
+	a->backing.punch_gen++;
+	ordfs_mutex_unlock(&a->lock);
+}
+
+bool alloc_sparse(struct alloc *a)
+{
+	return backing_on(&a->backing);
+}
+
 void alloc_release_freed(void *ctx, uint64_t start, uint32_t len)
 {
 	struct alloc *a = ctx;
@@ -345,15 +445,41 @@ void alloc_release_freed(void *ctx, uint64_t start, uint32_t len)
 	ordfs_mutex_unlock(&a->lock);
 }
 
+/* While the host of a sparse image is full, can it still take nblocks
+ * more of delayed data (with what is reserved already)?  Each will need a
+ * free block the host backs or new host space.  The cached numbers first,
+ * fresh ones before saying no (space given back a moment ago).  a->lock
+ * held (the host's state takes no lock of ours). */
+static bool host_takes(struct alloc *a, uint64_t nblocks)
+{
+	struct blockdev_host h;
+	struct blockdev *bd = a->backing.bd;
+	if (!backing_on(&a->backing) || blockdev_host(bd, &h, false) != 0 || !h.full)
+		return true;
+	for (int fresh = 0; fresh < 2; fresh++) {
+		if (fresh && blockdev_host(bd, &h, true) != 0)
+			return true;
+		uint64_t room = h.host_free / a->block_size + chunks_unhinted_free(a->map);
+		if (a->reserved + nblocks <= room)
+			return true;
+	}
+	return false;
+}
+
 int alloc_reserve(struct alloc *a, uint64_t nblocks)
 {
 	int err = 0;
+	bool host_refused = false;
 	ordfs_mutex_lock(&a->lock);
 	if (available_for_data(a) < nblocks)
 		err = -ENOSPC;
+	else if (!host_takes(a, nblocks))
+		err = -ENOSPC, host_refused = true;
 	else
 		a->reserved += nblocks;
 	ordfs_mutex_unlock(&a->lock);
+	if (host_refused) /* as if the host said it: logged, remembered */
+		blockdev_host_refused(a->backing.bd);
 	return err;
 }
 
@@ -370,6 +496,42 @@ uint32_t alloc_credits(const struct alloc *a, uint32_t nblocks)
 }
 
 /* ---- inodes ------------------------------------------------------------ */
+
+/* Host space for the inode-table block of inode index i (inode i + 1)
+ * before an inode is put there (backing.h): the checkpoint writes it home
+ * later, when the host may be full.  A few blocks given their space
+ * lately are remembered, so creates in a row ask once per table block.
+ * Called without a->lock. */
+static int give_itable_space(struct alloc *a, uint64_t i)
+{
+	struct backing *b = &a->backing;
+	if (!backing_on(b))
+		return 0;
+	uint64_t blk = a->inode_table_start + i * ORDFS_INODE_SIZE / a->block_size;
+	ordfs_mutex_lock(&a->lock);
+	bool known = backing_itable_known(b, blk);
+	ordfs_mutex_unlock(&a->lock);
+	if (known)
+		return 0;
+	uint64_t table_end = a->inode_table_start +
+			     ((uint64_t)a->inode_count * ORDFS_INODE_SIZE + a->block_size - 1) /
+				     a->block_size;
+	uint64_t lo, hi;
+	backing_window(b, blk, 1, BACKING_ITABLE_AHEAD, a->inode_table_start, table_end, &lo,
+		       &hi);
+	int err = backing_allocate(b, lo, hi - lo);
+	if (err == -ENOSPC && hi - lo > 1) {
+		lo = blk;
+		hi = blk + 1;
+		err = backing_allocate(b, lo, 1);
+	}
+	if (!err) {
+		ordfs_mutex_lock(&a->lock);
+		backing_itable_note(b, lo, hi - lo);
+		ordfs_mutex_unlock(&a->lock);
+	}
+	return err;
+}
 
 int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
 {
@@ -392,13 +554,21 @@ int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
 		ordfs_mutex_unlock(&a->lock);
 		return -ENOSPC;
 	}
-	int err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, i, 1,
-				   true);
-	if (!err) {
-		chunks_set(a->imap, i);
-		a->free_inodes--;
+	/* Taken in memory while the host gives its table block space. */
+	chunks_set(a->imap, i);
+	a->free_inodes--;
+	a->inode_rotor = (uint32_t)i + 2;
+	ordfs_mutex_unlock(&a->lock);
+	int err = give_itable_space(a, i);
+	ordfs_mutex_lock(&a->lock);
+	if (!err)
+		err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, i, 1,
+				       true);
+	if (err) {
+		chunks_clear(a->imap, i);
+		a->free_inodes++;
+	} else {
 		*ino = (uint32_t)i + 1;
-		a->inode_rotor = (uint32_t)i + 2;
 	}
 	ordfs_mutex_unlock(&a->lock);
 	return err;

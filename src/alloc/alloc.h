@@ -20,6 +20,11 @@
  * Locking: one mutex (alloc->lock) guards the maps, the counters and the
  * contents of the bitmap buffers.  It is taken inside a handle and outside
  * the journal's state lock.
+ *
+ * A sparse image (backing.h): claims prefer free blocks the host backs
+ * (reused, they need no new host space), and no block or inode is handed
+ * out before the host has given its space (fallocate): a full host is
+ * -ENOSPC from these calls, never a failed write later.
  */
 #ifndef ORDFS_ALLOC_H
 #define ORDFS_ALLOC_H
@@ -48,8 +53,11 @@ void alloc_destroy(struct alloc *a);
 #define ALLOC_METADATA 0x2u         /* free: blocks held metadata (journal_forget) */
 
 /* Claims up to `want` contiguous free blocks (at least 1), preferring the
- * first free block at or after `goal` (0 = anywhere in the data area).  The
- * claim is in memory only: nothing on disk changes.  -ENOSPC if none. */
+ * first free block at or after `goal` (0 = anywhere in the data area); on
+ * a sparse image the first the host backs, if one is known (the run then
+ * stops at a hole), and blocks that may be holes are given host space
+ * before they are returned.  The claim is in memory only: nothing on disk
+ * changes.  -ENOSPC if none (or if the host has no room for them). */
 int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned flags,
 		       uint64_t *start, uint32_t *got);
 /* For trim: claims the first free run at or after `from` (at most `max`
@@ -78,14 +86,26 @@ int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_
 		      unsigned flags);
 /* Called by the journal after a transaction commits (journal_config.release_freed). */
 void alloc_release_freed(void *alloc, uint64_t start, uint32_t len);
+/* The blocks [start, start + len) were punched out of the image (discard):
+ * holes now, needing host space when they are handed out again.  Called
+ * while nothing can allocate them (before alloc_release_freed, or while
+ * trim holds them claimed). */
+void alloc_note_holes(struct alloc *a, uint64_t start, uint64_t len);
+/* Does the allocator look after host space (a sparse image that can
+ * allocate, backing.h)? */
+bool alloc_sparse(struct alloc *a);
 
 /* Reservations for delayed allocation (counts only).  They never reach
- * into the metadata reserve: -ENOSPC first. */
+ * into the metadata reserve: -ENOSPC first.  While the host of a sparse
+ * image is full, -ENOSPC also when the host could not take the reserved
+ * blocks (its free space plus the free blocks it backs), so write()
+ * reports a full host as it reports a full ordfs. */
 int alloc_reserve(struct alloc *a, uint64_t nblocks);
 void alloc_unreserve(struct alloc *a, uint64_t nblocks);
 
 /* Allocates a free inode number under h (marks the inode bitmap).  Prefers
- * numbers at or after goal.  -ENOSPC if none. */
+ * numbers at or after goal.  -ENOSPC if none, or if the host has no room
+ * for its inode-table block (a sparse image). */
 int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino);
 int alloc_free_inode(struct alloc *a, struct handle *h, uint32_t ino);
 

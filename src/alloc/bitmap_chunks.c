@@ -21,8 +21,10 @@
 enum chunk_state { CHUNK_DISK = 0, CHUNK_ALL_FREE, CHUNK_UNREADABLE };
 
 struct chunk {
-	uint64_t *bits;    /* NULL: not loaded */
+	uint64_t *bits;    /* NULL: not loaded; with hints, `words` more
+			      words follow: the hint bits */
 	uint32_t free;     /* clear bits inside the counted range */
+	uint32_t unhinted; /* loaded, with hints: of those, not hinted */
 	uint8_t state;     /* where its bits come from (enum chunk_state) */
 };
 
@@ -38,11 +40,24 @@ struct chunks {
 	size_t ring_cap, ring_head, loaded, max_loaded;
 	uint64_t *scratch;         /* one chunk's words, for comparisons */
 	bool holding;              /* chunks_hold: nothing is dropped */
+	bool hints;                /* cfg.hint_load given */
+	uint64_t unhinted;         /* sum of loaded chunks' `unhinted` */
 };
 
 static bool word_bit(const uint64_t *w, uint32_t bit)
 {
 	return (w[bit / 64] >> (bit % 64)) & 1;
+}
+
+/* Words a loaded chunk holds: its bits, and as many hint bits. */
+static size_t chunk_words(const struct chunks *m)
+{
+	return (size_t)m->words * (m->hints ? 2 : 1);
+}
+
+static uint64_t *hint_words(const struct chunks *m, uint64_t *bits)
+{
+	return bits + m->words;
 }
 
 /* The counted bits of chunk ci: [lo, hi) relative to the chunk. */
@@ -126,10 +141,36 @@ static void shrink(struct chunks *m)
 		if (same) {
 			free(c->bits);
 			c->bits = NULL;
+			m->unhinted -= c->unhinted;
+			c->unhinted = 0;
 		} else {
 			(void)ring_push(m, ci); /* the slot just freed: cannot fail */
 		}
 	}
+}
+
+static bool in_counted(const struct chunks *m, uint64_t i)
+{
+	return i >= m->cfg.count_from && i < m->cfg.count_to;
+}
+
+/* Fills a chunk's hint bits from the callback and counts its clear,
+ * unhinted bits. */
+static void load_hints(struct chunks *m, uint64_t ci)
+{
+	struct chunk *c = &m->v[ci];
+	uint64_t *hint = hint_words(m, c->bits);
+	memset(hint, 0, (size_t)m->words * 8);
+	uint64_t first = ci * m->bits_per_chunk;
+	uint64_t n = m->cfg.nbits - first < m->bits_per_chunk ? m->cfg.nbits - first
+							       : m->bits_per_chunk;
+	m->cfg.hint_load(m->cfg.hint_ctx, first, (uint32_t)n, hint);
+	uint32_t lo, hi;
+	counted_range(m, ci, &lo, &hi);
+	c->unhinted = 0;
+	for (uint32_t bit = lo; bit < hi; bit++)
+		c->unhinted += !word_bit(c->bits, bit) && !word_bit(hint, bit);
+	m->unhinted += c->unhinted;
 }
 
 /* The chunk's bits, loaded if need be; NULL if they cannot be had (an
@@ -140,7 +181,7 @@ static uint64_t *chunk_bits(struct chunks *m, uint64_t ci)
 	if (c->bits || c->state == CHUNK_UNREADABLE)
 		return c->bits;
 	shrink(m);
-	uint64_t *bits = malloc((size_t)m->words * 8);
+	uint64_t *bits = malloc(chunk_words(m) * 8);
 	if (!bits)
 		return NULL;
 	if (c->state == CHUNK_ALL_FREE) {
@@ -158,6 +199,8 @@ static uint64_t *chunk_bits(struct chunks *m, uint64_t ci)
 		return NULL;
 	}
 	c->bits = bits;
+	if (m->hints)
+		load_hints(m, ci);
 	return c->bits;
 }
 
@@ -172,8 +215,9 @@ int chunks_create(const struct chunks_config *cfg, struct chunks **out, uint64_t
 	m->words = m->bits_per_chunk / 64;
 	ORDFS_ASSERT(m->words * 64 == m->bits_per_chunk);
 	m->nchunks = (cfg->nbits + m->bits_per_chunk - 1) / m->bits_per_chunk;
+	m->hints = cfg->hint_load != NULL;
 	m->max_loaded = cfg->max_loaded ? cfg->max_loaded
-					: DEFAULT_MAX_LOADED_BYTES / ((size_t)m->words * 8);
+					: DEFAULT_MAX_LOADED_BYTES / (chunk_words(m) * 8);
 	m->v = calloc(m->nchunks ? m->nchunks : 1, sizeof(*m->v));
 	m->scratch = malloc((size_t)m->words * 8);
 	int err = m->v && m->scratch ? 0 : -ENOMEM;
@@ -246,11 +290,6 @@ void chunks_destroy(struct chunks *m)
 	free(m);
 }
 
-static bool in_counted(const struct chunks *m, uint64_t i)
-{
-	return i >= m->cfg.count_from && i < m->cfg.count_to;
-}
-
 bool chunks_test(struct chunks *m, uint64_t i)
 {
 	ORDFS_ASSERT(i < m->cfg.nbits);
@@ -274,11 +313,22 @@ static bool change(struct chunks *m, uint64_t i, bool on)
 	else
 		bits[bit / 64] &= ~(1ull << (bit % 64));
 	if (in_counted(m, i)) {
+		struct chunk *c = &m->v[ci];
+		bool unhinted = m->hints && !word_bit(hint_words(m, bits), bit);
 		if (on) {
-			ORDFS_ASSERT(m->v[ci].free > 0);
-			m->v[ci].free--;
+			ORDFS_ASSERT(c->free > 0);
+			c->free--;
+			if (unhinted) {
+				ORDFS_ASSERT(c->unhinted > 0);
+				c->unhinted--;
+				m->unhinted--;
+			}
 		} else {
-			m->v[ci].free++;
+			c->free++;
+			if (unhinted) {
+				c->unhinted++;
+				m->unhinted++;
+			}
 		}
 	}
 	return true;
@@ -326,6 +376,93 @@ uint64_t chunks_find_zero(struct chunks *m, uint64_t from, uint64_t to)
 	return to;
 }
 
+uint64_t chunks_find_zero_unhinted(struct chunks *m, uint64_t from, uint64_t to)
+{
+	ORDFS_ASSERT(from >= to || (from >= m->cfg.count_from && to <= m->cfg.count_to));
+	if (!m->hints || m->unhinted == 0)
+		return to;
+	uint64_t i = from;
+	while (i < to) {
+		uint64_t ci = i / m->bits_per_chunk;
+		uint64_t chunk_end = (ci + 1) * m->bits_per_chunk;
+		if (chunk_end > to)
+			chunk_end = to;
+		struct chunk *c = &m->v[ci];
+		if (!c->bits || c->unhinted == 0) {
+			i = chunk_end;
+			continue;
+		}
+		const uint64_t *bits = c->bits, *hint = hint_words(m, c->bits);
+		uint32_t bit = (uint32_t)(i % m->bits_per_chunk);
+		uint32_t end = (uint32_t)(chunk_end - ci * m->bits_per_chunk);
+		while (bit < end) {
+			uint64_t taken = bits[bit / 64] | hint[bit / 64];
+			if (bit % 64 == 0 && end - bit >= 64 && taken == ~0ull) {
+				bit += 64;
+				continue;
+			}
+			if (!((taken >> (bit % 64)) & 1))
+				return ci * m->bits_per_chunk + bit;
+			bit++;
+		}
+		i = chunk_end;
+	}
+	return to;
+}
+
+uint64_t chunks_unhinted_free(const struct chunks *m)
+{
+	return m->unhinted;
+}
+
+bool chunks_hinted(struct chunks *m, uint64_t i)
+{
+	ORDFS_ASSERT(i < m->cfg.nbits);
+	if (!m->hints)
+		return false;
+	const uint64_t *bits = m->v[i / m->bits_per_chunk].bits;
+	return !bits || word_bit(hint_words(m, (uint64_t *)bits), (uint32_t)(i % m->bits_per_chunk));
+}
+
+bool chunks_any_hinted(struct chunks *m, uint64_t first, uint64_t n)
+{
+	for (uint64_t i = first; i < first + n; i++)
+		if (chunks_hinted(m, i))
+			return true;
+	return false;
+}
+
+void chunks_set_hints(struct chunks *m, uint64_t first, uint64_t n, bool on)
+{
+	if (!m->hints)
+		return;
+	for (uint64_t i = first; i < first + n; i++) {
+		ORDFS_ASSERT(i < m->cfg.nbits);
+		uint64_t ci = i / m->bits_per_chunk;
+		struct chunk *c = &m->v[ci];
+		if (!c->bits)
+			continue; /* loaded later from the truth */
+		uint64_t *hint = hint_words(m, c->bits);
+		uint32_t bit = (uint32_t)(i % m->bits_per_chunk);
+		if (word_bit(hint, bit) == on)
+			continue;
+		if (on)
+			hint[bit / 64] |= 1ull << (bit % 64);
+		else
+			hint[bit / 64] &= ~(1ull << (bit % 64));
+		if (in_counted(m, i) && !word_bit(c->bits, bit)) {
+			if (on) {
+				ORDFS_ASSERT(c->unhinted > 0);
+				c->unhinted--;
+				m->unhinted--;
+			} else {
+				c->unhinted++;
+				m->unhinted++;
+			}
+		}
+	}
+}
+
 int chunks_hold(struct chunks *m, uint64_t first, uint64_t n)
 {
 	ORDFS_ASSERT(!m->holding);
@@ -364,5 +501,5 @@ size_t chunks_loaded(const struct chunks *m)
 size_t chunks_memory(const struct chunks *m)
 {
 	return sizeof(*m) + m->nchunks * sizeof(struct chunk) + m->ring_cap * sizeof(uint64_t) +
-	       (m->loaded + 1) * (size_t)m->words * 8;
+	       m->loaded * chunk_words(m) * 8 + (size_t)m->words * 8;
 }

@@ -24,6 +24,14 @@
  *    `tolerant` reads as all free, as the whole-map loader did.
  *  - Free counts cover only the bits in [count_from, count_to) (the data
  *    area for blocks).
+ *  - Hint bits (optional, cfg.hint_load): a second bit per bit, loaded
+ *    with the chunk by the callback and lost when it is dropped (the
+ *    callback is the truth; the bits only save asking it).  The block map
+ *    uses them for "a hole of the image" (alloc.c).  A chunk's count of
+ *    bits clear in both arrays is kept while it is loaded, and their sum
+ *    over loaded chunks, so a search for such a bit costs nothing when
+ *    there is none.  Loaded chunks then hold both arrays, inside the same
+ *    memory bound.
  */
 #ifndef ORDFS_ALLOC_BITMAP_CHUNKS_H
 #define ORDFS_ALLOC_BITMAP_CHUNKS_H
@@ -47,6 +55,11 @@ struct chunks_config {
 	uint64_t count_from, count_to;
 	size_t max_loaded;           /* chunks kept loaded (0: a default) */
 	bool tolerant;
+	/* Optional: fills the hint bits of bits [first, first + n) (words
+	 * zeroed before; set a bit for "hinted").  Called with the lock the
+	 * callers hold; may do I/O. */
+	void (*hint_load)(void *ctx, uint64_t first, uint32_t n, uint64_t *words);
+	void *hint_ctx;
 };
 
 /* Reads every bitmap block once to count its free bits (keeping none of
@@ -65,6 +78,20 @@ bool chunks_clear(struct chunks *m, uint64_t i);
 /* The first clear bit in [from, to), or `to`.  Skips chunks with no free
  * bit in the counted range without loading them. */
 uint64_t chunks_find_zero(struct chunks *m, uint64_t from, uint64_t to);
+
+/* With hints: the first bit in [from, to) clear in the map and not
+ * hinted, among loaded chunks (unloaded ones are skipped: their hints are
+ * unknown), or `to`.  How many such bits the loaded chunks hold. */
+uint64_t chunks_find_zero_unhinted(struct chunks *m, uint64_t from, uint64_t to);
+uint64_t chunks_unhinted_free(const struct chunks *m);
+/* Is bit i hinted?  Without hints, never; with them, also when its chunk
+ * is not loaded (unknown counts as hinted). */
+bool chunks_hinted(struct chunks *m, uint64_t i);
+/* Is any bit of [first, first + n) hinted (or in an unloaded chunk)? */
+bool chunks_any_hinted(struct chunks *m, uint64_t first, uint64_t n);
+/* Sets (on) or clears the hint bits of [first, first + n) in loaded
+ * chunks; unloaded chunks get theirs from hint_load when loaded. */
+void chunks_set_hints(struct chunks *m, uint64_t first, uint64_t n, bool on);
 
 /* Loads the chunks of bits [first, first + n) and keeps every loaded
  * chunk until chunks_unhold: for a change of the on-disk bits that the map

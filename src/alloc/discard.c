@@ -1,8 +1,15 @@
 /*
- * discard.c - giving freed blocks back to the host: -o discard and
- * `ordfsctl trim` (fstrim for an image).
+ * discard.c - giving freed blocks back to the host: -o discard, a full
+ * host, and `ordfsctl trim` (fstrim for an image).
  *
  * Owns: ordfs_trim and the journal's release callback.  Rules:
+ *  - Online discard punches every freed extent with -o discard, and on a
+ *    sparse image also while its host filesystem is full (hostfs.h: an
+ *    ENOSPC lately, or little free space), so deleting files in ordfs
+ *    gives the host its space back without an administrator.  Otherwise
+ *    freed blocks stay backed, and the allocator reuses them first.
+ *  - Every punched range is told to the allocator (alloc_note_holes)
+ *    before it can be handed out again: it needs host space then.
  *  - A block is discarded only while nothing can allocate it: online
  *    discard runs in the release callback, after the freeing transaction
  *    committed and before the allocator gets the blocks back [J5]; trim
@@ -26,12 +33,23 @@
 
 #define TRIM_RUN_BLOCKS 8192u /* claimed at a time, so writers are never kept waiting long */
 
+/* Should a freed extent be punched now?  -o discard, or a sparse image
+ * whose host is full. */
+static bool punch_freed(struct ordfs *fs)
+{
+	if (__atomic_load_n(&fs->discard_off, __ATOMIC_RELAXED))
+		return false;
+	return fs->opts.discard || blockdev_host_full(fs->bd);
+}
+
 void ordfs_release_freed(void *ctx, uint64_t start, uint32_t len)
 {
 	struct ordfs *fs = ctx;
-	if (fs->opts.discard && !__atomic_load_n(&fs->discard_off, __ATOMIC_RELAXED)) {
+	if (punch_freed(fs)) {
 		int err = blockdev_discard(fs->bd, start * fs->block_size,
 					   (uint64_t)len * fs->block_size);
+		if (!err)
+			alloc_note_holes(fs->alloc, start, len);
 		if (err == -EOPNOTSUPP || err == -EINVAL) {
 			__atomic_store_n(&fs->discard_off, true, __ATOMIC_RELAXED);
 			ordfs_log(LOG_WARNING, "the image cannot discard (%s): discard is off",
@@ -58,6 +76,8 @@ int ordfs_trim(struct ordfs *fs, uint64_t *trimmed)
 			return 0;
 		err = blockdev_discard(fs->bd, start * fs->block_size,
 				       (uint64_t)len * fs->block_size);
+		if (!err)
+			alloc_note_holes(fs->alloc, start, len);
 		alloc_unclaim_blocks(fs->alloc, start, len, 0);
 		if (err)
 			return err;

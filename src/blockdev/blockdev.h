@@ -9,7 +9,15 @@
  *             check what proceeds while the disk is "busy";
  *   - overlay: a copy-on-write view that keeps writes in memory and never
  *             touches what it wraps (fsck -n replays into one);
- *   - nbd:    an export of an NBD server, through libnbd (nbd.c).
+ *   - nbd:    an export of an NBD server, through libnbd (nbd.c);
+ *   - hostsim: a host filesystem of a given size under an image (tests of a
+ *             sparse image on a host that fills up, hostsim.c).
+ *
+ * A sparse image file (struct blockdev.sparse) also answers for the host
+ * filesystem that holds it (hostfs.h): where its holes are, host space
+ * allocated ahead of writes (so a full host is an ENOSPC of the one asking
+ * for the space, never of a later write or flush), and whether the host
+ * is full.
  *
  * Rules:
  *  - Offsets and lengths are in bytes; callers do whole-block I/O, but the
@@ -28,6 +36,7 @@
 #include <stdint.h>
 
 struct blockdev;
+struct blockdev_host;
 
 struct blockdev_ops {
 	int (*read)(struct blockdev *bd, void *buf, size_t len, uint64_t off);
@@ -49,6 +58,21 @@ struct blockdev_ops {
 	/* Optional: the first offset >= off that may hold data; everything
 	 * in [off, that) reads as zeros (SEEK_DATA in an image file). */
 	uint64_t (*next_data)(struct blockdev *bd, uint64_t off);
+	/* Optional (sparse devices): the first offset >= off that lies in a
+	 * hole, or the size (SEEK_HOLE).  Space allocated ahead of writes
+	 * (allocate) may read as a hole: the host answers for written data. */
+	uint64_t (*next_hole)(struct blockdev *bd, uint64_t off);
+	/* Optional (sparse devices): the host gives [off, off + len) its space
+	 * now, without changing a byte (fallocate FALLOC_FL_KEEP_SIZE), so
+	 * writes there need no new host space.  -ENOSPC when the host has
+	 * none. */
+	int (*allocate)(struct blockdev *bd, uint64_t off, uint64_t len);
+	/* Optional (sparse devices): the host filesystem (struct
+	 * blockdev_host); with fresh, statfs/fstat now, else what is cached. */
+	int (*host)(struct blockdev *bd, struct blockdev_host *out, bool fresh);
+	/* Optional (sparse devices): the filesystem refused space because the
+	 * host has none left for it: as an ENOSPC from the host (hostfs.h). */
+	void (*host_refused)(struct blockdev *bd);
 };
 
 struct blockdev {
@@ -59,6 +83,24 @@ struct blockdev {
 	bool fua;
 	/* Set by blockdev_fence: every write, flush and discard fails. */
 	bool fenced;
+	/* An image file on a host filesystem that keeps holes: next_hole,
+	 * allocate and host work; wrappers copy it from what they wrap. */
+	bool sparse;
+};
+
+/* The host filesystem holding a sparse image (hostfs.h decides `full`). */
+struct blockdev_host {
+	const char *image;        /* the image's absolute path (the device's
+				     own string, valid while it is open) */
+	uint64_t image_size;      /* bytes the image claims (its size) */
+	uint64_t image_allocated; /* bytes the host holds for it (st_blocks) */
+	uint64_t host_size;       /* the host filesystem's size, bytes */
+	uint64_t host_free;       /* its space for unprivileged writers (f_bavail) */
+	/* "The host is full": an ENOSPC from it in the last
+	 * HOSTFS_ENOSPC_MEMORY_S seconds, or less free than
+	 * hostfs_full_threshold(host_size). */
+	bool full;
+	bool enospc_recent;       /* the first of those */
 };
 
 /* From now on nothing more is written to bd, through any wrapper: writes,
@@ -102,6 +144,48 @@ static inline int blockdev_discard(struct blockdev *bd, uint64_t off, uint64_t l
 static inline uint64_t blockdev_next_data(struct blockdev *bd, uint64_t off)
 {
 	return bd->ops->next_data && off < bd->size ? bd->ops->next_data(bd, off) : off;
+}
+
+/* The first offset >= off in a hole: [off, result) may hold data.  The
+ * size where the device cannot tell (no holes known). */
+static inline uint64_t blockdev_next_hole(struct blockdev *bd, uint64_t off)
+{
+	if (off >= bd->size)
+		return bd->size;
+	return bd->ops->next_hole ? bd->ops->next_hole(bd, off) : bd->size;
+}
+
+/* Host space for [off, off + len) now (sparse devices): 0, -ENOSPC when
+ * the host has none, -EOPNOTSUPP where the device has no host. */
+static inline int blockdev_allocate(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	if (blockdev_fenced(bd))
+		return -EROFS;
+	return bd->ops->allocate ? bd->ops->allocate(bd, off, len) : -EOPNOTSUPP;
+}
+
+/* The host filesystem of a sparse image: 0, or -EOPNOTSUPP for a device
+ * without one.  Without fresh it costs no system call (hostfs.h: statfs
+ * at most once a second). */
+static inline int blockdev_host(struct blockdev *bd, struct blockdev_host *out, bool fresh)
+{
+	return bd->ops->host ? bd->ops->host(bd, out, fresh) : -EOPNOTSUPP;
+}
+
+/* The filesystem answered ENOSPC because the host of a sparse image has
+ * no room left (not the device: it was not asked): counts as an ENOSPC
+ * from the host (the episode's log line, "full"). */
+static inline void blockdev_host_refused(struct blockdev *bd)
+{
+	if (bd->ops->host_refused)
+		bd->ops->host_refused(bd);
+}
+
+/* Is the host filesystem of a sparse image full?  false for other devices. */
+static inline bool blockdev_host_full(struct blockdev *bd)
+{
+	struct blockdev_host h;
+	return bd->sparse && blockdev_host(bd, &h, false) == 0 && h.full;
 }
 
 /* Makes [off, off + len) read as zeros: the device's own way where it has
@@ -206,6 +290,32 @@ uint8_t *blockdev_mem_bytes(struct blockdev *bd);
 int blockdev_overlay_create(struct blockdev *base, uint32_t block_size, struct blockdev **out);
 /* Blocks written through the overlay so far. */
 uint64_t blockdev_overlay_blocks(struct blockdev *bd);
+
+/* ---- a simulated host filesystem (hostsim.c, tests) ------------------- */
+
+/* Wraps inner (not owned) as an image file on a host filesystem of
+ * capacity bytes that backs the image in 4 KiB pages: a page holding a
+ * non-zero byte of inner now is backed; a write into unbacked pages backs
+ * them, or fails with -ENOSPC (writing nothing) when the host has no room
+ * left; allocate backs pages without data; discard and write_zeroes
+ * unback whole pages.  next_data/next_hole see written pages as data
+ * (allocated but unwritten pages are holes, as on tmpfs and ext4).  The
+ * device is sparse: host() reports the model, with hostfs.h's rules.
+ * Its lock is a leaf (never held over a call to inner): stack it above
+ * wrappers that hold theirs over calls down (the recording device). */
+int blockdev_hostsim_create(struct blockdev *inner, uint64_t capacity, struct blockdev **out);
+void blockdev_hostsim_set_capacity(struct blockdev *bd, uint64_t capacity);
+struct blockdev_hostsim_counts {
+	uint64_t backed_bytes;   /* host space the image holds now */
+	uint64_t enospc;         /* writes and allocations refused */
+	uint64_t write_enospc;   /* of them, writes (a write that needed new
+				    host space it did not get) */
+	uint64_t allocate_calls; /* allocate requests */
+	uint64_t punched_bytes;  /* given back by discard / write_zeroes */
+};
+void blockdev_hostsim_counts(struct blockdev *bd, struct blockdev_hostsim_counts *out);
+/* Is the 4 KiB page holding byte off backed? */
+bool blockdev_hostsim_backed(struct blockdev *bd, uint64_t off);
 
 /* ---- recording wrapper ------------------------------------------------ */
 

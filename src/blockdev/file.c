@@ -19,11 +19,15 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <limits.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 #include <linux/fs.h>
 
 #include "blockdev.h"
+#include "hostfs.h"
 
 struct file_dev {
 	struct blockdev bd;
@@ -32,6 +36,8 @@ struct file_dev {
 	int direct_fd_owned; /* the same descriptor, kept for close */
 	bool is_device;
 	bool write_behind; /* BLOCKDEV_WRITE_BEHIND */
+	char *path;        /* absolute (image files) */
+	struct hostfs host; /* image files */
 };
 
 static struct file_dev *to_file(struct blockdev *bd)
@@ -76,13 +82,20 @@ static bool direct_ok(const struct file_dev *f, const void *buf, size_t len, uin
 	       (uintptr_t)buf % align == 0;
 }
 
+/* An error of the host filesystem under an image file: ENOSPC is noted
+ * (hostfs.h).  Returns err. */
+static int host_error(struct file_dev *f, int err)
+{
+	return f->is_device ? err : hostfs_note(&f->host, err);
+}
+
 static int file_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
 {
 	struct file_dev *f = to_file(bd);
 	if (direct_ok(f, buf, len, off)) {
 		int err = transfer(bd, f->direct_fd, (void *)buf, len, off, true);
 		if (err != -EINVAL)
-			return err;
+			return host_error(f, err);
 		/* Not for this filesystem or device: buffered from now on
 		 * (the descriptor stays open until destroy: no race with a
 		 * concurrent direct write). */
@@ -92,13 +105,15 @@ static int file_write(struct blockdev *bd, const void *buf, size_t len, uint64_t
 	/* A hint: failure (e.g. on a device) changes nothing but timing. */
 	if (!err && f->write_behind)
 		(void)sync_file_range(f->fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
-	return err;
+	return host_error(f, err);
 }
 
+/* A host that allocates at writeback (delayed allocation) may say ENOSPC
+ * only here, for a write that had returned 0. */
 static int file_flush(struct blockdev *bd)
 {
 	if (fdatasync(to_file(bd)->fd) < 0)
-		return -errno;
+		return host_error(to_file(bd), -errno);
 	return 0;
 }
 
@@ -108,6 +123,7 @@ static void file_destroy(struct blockdev *bd)
 	if (f->direct_fd_owned >= 0)
 		close(f->direct_fd_owned);
 	close(f->fd);
+	free(f->path);
 	free(bd);
 }
 
@@ -153,6 +169,57 @@ static uint64_t file_next_data(struct blockdev *bd, uint64_t off)
 	return (uint64_t)next < off ? off : (uint64_t)next;
 }
 
+/* [off, result) may hold data (image files only: sparse). */
+static uint64_t file_next_hole(struct blockdev *bd, uint64_t off)
+{
+	off_t next = lseek(to_file(bd)->fd, (off_t)off, SEEK_HOLE);
+	if (next < 0)
+		return errno == ENXIO ? bd->size : off; /* unknown: a hole, to be safe */
+	if ((uint64_t)next > bd->size)
+		return bd->size;
+	return (uint64_t)next < off ? off : (uint64_t)next;
+}
+
+static int file_allocate(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	struct file_dev *f = to_file(bd);
+	if (off > bd->size || len > bd->size - off)
+		return -EIO;
+	if (fallocate(f->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+		return 0;
+	int err = errno == ENOSYS ? -EOPNOTSUPP : -errno;
+	return host_error(f, err);
+}
+
+static int file_space(void *ctx, struct hostfs_space *out)
+{
+	struct statfs sf;
+	if (fstatfs(((struct file_dev *)ctx)->fd, &sf) != 0)
+		return -errno;
+	uint64_t unit = sf.f_frsize ? (uint64_t)sf.f_frsize : (uint64_t)sf.f_bsize;
+	out->size = (uint64_t)sf.f_blocks * unit;
+	out->free = (uint64_t)sf.f_bavail * unit;
+	return 0;
+}
+
+static int file_host(struct blockdev *bd, struct blockdev_host *out, bool fresh)
+{
+	struct file_dev *f = to_file(bd);
+	memset(out, 0, sizeof(*out));
+	out->image = f->path;
+	out->image_size = bd->size;
+	struct stat st;
+	if (fresh && fstat(f->fd, &st) == 0)
+		out->image_allocated = (uint64_t)st.st_blocks * 512u;
+	hostfs_state(&f->host, fresh, out);
+	return 0;
+}
+
+static void file_host_refused(struct blockdev *bd)
+{
+	hostfs_note(&to_file(bd)->host, -ENOSPC);
+}
+
 static const struct blockdev_ops file_ops = {
 	.read = file_read,
 	.write = file_write,
@@ -161,6 +228,21 @@ static const struct blockdev_ops file_ops = {
 	.discard = file_discard,
 	.write_zeroes = file_write_zeroes,
 	.next_data = file_next_data,
+};
+
+/* An image file: the same, and what a sparse device has. */
+static const struct blockdev_ops image_file_ops = {
+	.read = file_read,
+	.write = file_write,
+	.flush = file_flush,
+	.destroy = file_destroy,
+	.discard = file_discard,
+	.write_zeroes = file_write_zeroes,
+	.next_data = file_next_data,
+	.next_hole = file_next_hole,
+	.allocate = file_allocate,
+	.host = file_host,
+	.host_refused = file_host_refused,
 };
 
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)
@@ -192,13 +274,24 @@ int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)
 		close(fd);
 		return -ENOMEM;
 	}
-	f->bd.ops = &file_ops;
+	f->is_device = S_ISBLK(st.st_mode);
+	f->bd.ops = f->is_device ? &file_ops : &image_file_ops;
 	f->bd.size = size;
+	f->bd.sparse = !f->is_device;
 	f->fd = fd;
 	f->direct_fd = f->direct_fd_owned = -1;
+	if (!f->is_device) {
+		char abs[PATH_MAX];
+		f->path = strdup(realpath(path, abs) ? abs : path);
+		if (!f->path) {
+			close(fd);
+			free(f);
+			return -ENOMEM;
+		}
+		hostfs_init(&f->host, f->path, file_space, f);
+	}
 	if ((flags & BLOCKDEV_DIRECT_BULK) && !(flags & BLOCKDEV_READONLY))
 		f->direct_fd = f->direct_fd_owned = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	f->is_device = S_ISBLK(st.st_mode);
 	f->write_behind = (flags & BLOCKDEV_WRITE_BEHIND) != 0;
 	*out = &f->bd;
 	return 0;
@@ -211,7 +304,7 @@ int blockdev_file_fd(struct blockdev *bd)
 
 int blockdev_host_lock(struct blockdev *bd, int op)
 {
-	if (bd->ops != &file_ops)
+	if (bd->ops != &file_ops && bd->ops != &image_file_ops)
 		return 0;
 	return flock(to_file(bd)->fd, op | LOCK_NB) == 0 ? 0 : -errno;
 }

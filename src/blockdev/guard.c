@@ -46,6 +46,8 @@ struct guard {
 	uint32_t ninflight, cap_inflight;
 	bool cannot_flush;
 	bool logged_error;          /* ignore: the one line said */
+	int last_error;             /* of the last failed write or flush (ENOSPC
+				       stays ENOSPC when the guard refuses) */
 	struct flush_guard_stats stats;
 };
 
@@ -222,6 +224,24 @@ static void forget_range(struct guard *g, uint64_t first, uint64_t n, uint64_t s
 	}
 }
 
+/* Drops every copy of a block in [first, end), walking the table. */
+static void forget_blocks_in(struct guard *g, uint64_t first, uint64_t end)
+{
+	for (uint64_t i = 0; i < g->buckets; i++) {
+		struct retained **pp = &g->table[i];
+		while (*pp) {
+			struct retained *e = *pp;
+			if (e->blockno >= first && e->blockno < end) {
+				*pp = e->next;
+				free(e);
+				g->count--;
+			} else {
+				pp = &e->next;
+			}
+		}
+	}
+}
+
 /* ---- device operations -------------------------------------------------- */
 
 static int guard_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
@@ -323,10 +343,12 @@ static int guard_write_as(struct blockdev *bd, const void *buf, size_t len, uint
 		(void)guard_flush(bd); /* a failure leaves the copies stale */
 		ordfs_mutex_lock(&g->lock);
 		bool full = g->count * bs >= 2 * limit;
+		/* What the device keeps failing with: a full host stays ENOSPC. */
+		int why = g->last_error == -ENOSPC ? -ENOSPC : -EIO;
 		ordfs_mutex_unlock(&g->lock);
 		if (full) {
-			notify_error(g, -EIO);
-			return -EIO; /* the device keeps failing: do not grow */
+			notify_error(g, why);
+			return why; /* the device keeps failing: do not grow */
 		}
 	}
 
@@ -347,6 +369,7 @@ static int guard_write_as(struct blockdev *bd, const void *buf, size_t len, uint
 	inflight_remove(g, seq);
 	if (err) {
 		g->stats.write_errors++;
+		g->last_error = err;
 		forget_range(g, first, n, seq);
 	} else {
 		/* A flush that failed meanwhile may have lost this write too. */
@@ -445,6 +468,7 @@ static int flush_upto(struct guard *g, uint64_t token)
 	}
 	if (err) {
 		g->stats.flush_errors++;
+		g->last_error = err;
 		g->failed_flushes++;
 		g->unflushed_failure = true;
 		/* The device may have lost anything written since its last good
@@ -499,12 +523,27 @@ static void guard_destroy(struct blockdev *bd)
 	free(g);
 }
 
-/* Passed on: a discard needs no durability, and a kept copy of a block
- * discarded since (freed, so no one reads it) does no harm if written
- * again after a failed flush. */
+/* Passed on: a discard needs no durability.  Kept copies of whole blocks
+ * discarded are dropped first: the blocks were freed (nothing reads them,
+ * and recovery needs nothing of them [J6]), and written again after a
+ * failed flush they would take back the host space the discard gives
+ * (on a full host: fail for want of it, and fail the flush with them).
+ * No write of them is in flight: a block is discarded only while nothing
+ * can allocate it. */
 static int guard_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 {
-	return blockdev_discard(to_guard(bd)->inner, off, len);
+	struct guard *g = to_guard(bd);
+	uint32_t bs = g->cfg.block_size;
+	uint64_t first = (off + bs - 1) / bs, end = (off + len) / bs;
+	if (g->cfg.retain && end > first) {
+		ordfs_mutex_lock(&g->lock);
+		if (g->count >= end - first)
+			forget_range(g, first, end - first, UINT64_MAX);
+		else if (g->count)
+			forget_blocks_in(g, first, end); /* fewer copies than blocks */
+		ordfs_mutex_unlock(&g->lock);
+	}
+	return blockdev_discard(g->inner, off, len);
 }
 
 /* Passed on: every write the guard accepts is on the device already (the
@@ -512,6 +551,27 @@ static int guard_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 static uint64_t guard_next_data(struct blockdev *bd, uint64_t off)
 {
 	return blockdev_next_data(to_guard(bd)->inner, off);
+}
+
+static uint64_t guard_next_hole(struct blockdev *bd, uint64_t off)
+{
+	return blockdev_next_hole(to_guard(bd)->inner, off);
+}
+
+/* Passed on: host space, no bytes: nothing to keep or flush. */
+static int guard_allocate(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	return blockdev_allocate(to_guard(bd)->inner, off, len);
+}
+
+static int guard_host(struct blockdev *bd, struct blockdev_host *out, bool fresh)
+{
+	return blockdev_host(to_guard(bd)->inner, out, fresh);
+}
+
+static void guard_host_refused(struct blockdev *bd)
+{
+	blockdev_host_refused(to_guard(bd)->inner);
 }
 
 static const struct blockdev_ops guard_ops = {
@@ -522,6 +582,10 @@ static const struct blockdev_ops guard_ops = {
 	.discard = guard_discard,
 	.write_fua = guard_write_fua,
 	.next_data = guard_next_data,
+	.next_hole = guard_next_hole,
+	.allocate = guard_allocate,
+	.host = guard_host,
+	.host_refused = guard_host_refused,
 };
 
 int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *cfg,
@@ -535,6 +599,7 @@ int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *
 	g->bd.ops = &guard_ops;
 	g->bd.fua = inner->fua && inner->ops->write_fua;
 	g->bd.size = inner->size;
+	g->bd.sparse = inner->sparse;
 	g->inner = inner;
 	g->cfg = *cfg;
 	if (!g->cfg.retain_limit)

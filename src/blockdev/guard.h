@@ -17,7 +17,10 @@
  *    drops the copies of its range (the caller knows it failed and owns
  *    the retry).  Retained bytes are bounded: past the soft limit a write
  *    flushes first; past twice the limit (the device keeps failing) a
- *    write fails with -EIO instead of growing memory.
+ *    write fails instead of growing memory: with -ENOSPC if that is what
+ *    the device last failed with (a full host), else -EIO.  A discarded
+ *    block's copies are dropped (it was freed: written again it would
+ *    take back the host space the discard gave).
  *  - ignore: the first failed write or flush is logged (one line per
  *    mount) and every failure is reported as success; after a failed
  *    flush the guard stops flushing ("the device cannot flush").

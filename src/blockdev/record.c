@@ -304,6 +304,33 @@ static int record_write_fua(struct blockdev *bd, const void *buf, size_t len, ui
 	return blockdev_flush(r->inner);
 }
 
+/* Passed on, not counted or logged: they change no byte (next_data and
+ * next_hole read, allocate gives host space). */
+static uint64_t record_next_data(struct blockdev *bd, uint64_t off)
+{
+	return blockdev_next_data(to_rec(bd)->inner, off);
+}
+
+static uint64_t record_next_hole(struct blockdev *bd, uint64_t off)
+{
+	return blockdev_next_hole(to_rec(bd)->inner, off);
+}
+
+static int record_allocate(struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	return blockdev_allocate(to_rec(bd)->inner, off, len);
+}
+
+static int record_host(struct blockdev *bd, struct blockdev_host *out, bool fresh)
+{
+	return blockdev_host(to_rec(bd)->inner, out, fresh);
+}
+
+static void record_host_refused(struct blockdev *bd)
+{
+	blockdev_host_refused(to_rec(bd)->inner);
+}
+
 static const struct blockdev_ops record_ops = {
 	.read = record_read,
 	.write = record_write,
@@ -311,6 +338,11 @@ static const struct blockdev_ops record_ops = {
 	.destroy = record_destroy,
 	.discard = record_discard,
 	.write_fua = record_write_fua,
+	.next_data = record_next_data,
+	.next_hole = record_next_hole,
+	.allocate = record_allocate,
+	.host = record_host,
+	.host_refused = record_host_refused,
 };
 
 void blockdev_record_set_fua(struct blockdev *bd, bool on)
@@ -325,6 +357,7 @@ int blockdev_record_create(struct blockdev *inner, bool log_writes, struct block
 		return -ENOMEM;
 	r->bd.ops = &record_ops;
 	r->bd.size = inner->size;
+	r->bd.sparse = inner->sparse;
 	r->inner = inner;
 	r->log_writes = log_writes;
 	r->stream_fd = -1;

@@ -8,15 +8,22 @@
  *      fsck);
  *   3. load the allocator (bitmap checksums verified), check the root;
  *   4. read-write only: refuse an image whose superblock records an error
- *      (fsck.ordfs first), mark the superblock in use (RECOVER flag set,
- *      CLEAN cleared) and open the journal;
+ *      (fsck.ordfs first), give the log its host space on a sparse image
+ *      (host_space.h: refused with ENOSPC when the host has no room),
+ *      mark the superblock in use (RECOVER flag set, CLEAN cleared) and
+ *      open the journal; warn when the host has less free space than the
+ *      sparse image may still take;
  * and the unmount sequence: write back data, close the journal (commit,
  * checkpoint, empty log), then write the superblock clean with fresh free
  * counts.  Block 0 is written directly only while the journal is closed
  * (or aborted: ordfs_record_error).  All image I/O goes through the flush
- * guard (blockdev/guard.h), which carries out flush_error=.
+ * guard (blockdev/guard.h), which carries out flush_error=.  A failed
+ * step's reason names the error: a replay that fails for want of host
+ * space says where to free it.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +31,7 @@
 
 #include "fs.h"
 #include "ops.h"
+#include "host_space.h"
 #include "orphan/orphan.h"
 #include "writeback/writeback.h"
 #include "atime/atime.h"
@@ -35,6 +43,10 @@
 #include "lock/lock.h"
 
 #define DEFAULT_CACHE_BUFFERS 8192u
+
+/* Reasons that name more than a fixed string: valid until the next mount
+ * on the same thread (ordfs_mount's *why). */
+static _Thread_local char reason_buf[PATH_MAX + 256];
 
 void ordfs_options_default(struct ordfs_options *opts)
 {
@@ -93,8 +105,16 @@ static int replay_if_needed(struct ordfs *fs, const char **why)
 		return -EROFS;
 	}
 	int err = journal_recover(fs->bd, &fs->sb, 0, &fs->recovery);
+	if (err == -ENOSPC) {
+		/* Replay writes home blocks (some may be holes of the image);
+		 * the log is intact, so a mount once there is room replays. */
+		*why = ordfs_no_space_reason(fs->bd, "mount again", reason_buf, sizeof(reason_buf));
+		return err;
+	}
 	if (err) {
-		*why = "journal recovery failed";
+		snprintf(reason_buf, sizeof(reason_buf), "journal recovery failed: %s",
+			 strerror(-err));
+		*why = reason_buf;
 		return err;
 	}
 	/* Replay may have changed block 0 (orphan list): read it again. */
@@ -134,7 +154,9 @@ static void journal_aborted_cb(void *ctx, int err, bool internal)
 	}
 }
 
-/* A write or flush of the image failed (the guard tells us). */
+/* A write or flush of the image failed (the guard tells us).  ENOSPC from
+ * the host of a sparse image has its own line, once per episode
+ * (blockdev/hostfs.h). */
 static void guard_error_cb(void *ctx, int err)
 {
 	struct ordfs *fs = ctx;
@@ -142,7 +164,7 @@ static void guard_error_cb(void *ctx, int err)
 	if (j && (fs->opts.flush_error == FLUSH_ERROR_REMOUNT_RO ||
 		  fs->opts.flush_error == FLUSH_ERROR_ABORT))
 		journal_abort(j, err);
-	else if (fs->opts.flush_error == FLUSH_ERROR_REPORT &&
+	else if (fs->opts.flush_error == FLUSH_ERROR_REPORT && !(err == -ENOSPC && fs->bd->sparse) &&
 		 __atomic_fetch_add(&fs->io_errors_logged, 1, __ATOMIC_RELAXED) < 10)
 		ordfs_log(LOG_WARNING, "a write or flush of the image failed (%s); "
 			  "flush_error=report: the callers that depend on it get the error",
@@ -249,6 +271,13 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 		goto fail;
 	}
 	if (!opts->readonly) {
+		err = ordfs_host_space_for_log(bd, &fs->sb);
+		if (err) {
+			reason = err == -ENOSPC ? ordfs_no_space_reason(bd, "mount again", reason_buf,
+									 sizeof(reason_buf))
+						: "cannot give the journal its host space";
+			goto fail;
+		}
 		err = mark_in_use(fs);
 		if (err) {
 			reason = "cannot write the superblock";
@@ -276,6 +305,8 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 			goto fail_journal;
 		}
 		writeback_thread_start(fs);
+		if (!opts->check_mode && !opts->fsck_repair)
+			ordfs_warn_host_space(bd);
 	}
 	*out = fs;
 	return 0;

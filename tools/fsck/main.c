@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include "blockdev/blockdev.h"
 #include "check/check.h"
 #include "journal/journal.h"
+#include "mount/host_space.h"
 #include "super/owner.h"
 #include "../../src/daemon/image_lock.h"
 
@@ -261,6 +263,13 @@ static int replay(struct blockdev *view, const struct ordfs_super *sb,
 	}
 	struct journal_recovery_info info;
 	int err = journal_recover(view, sb, 0, &info);
+	if (err == -ENOSPC) {
+		/* The log is intact: a run once there is room replays it. */
+		char why[PATH_MAX + 256];
+		fprintf(stderr, "fsck.ordfs: %s: journal replay failed: %s\n", o->image,
+			ordfs_no_space_reason(view, "run fsck.ordfs again", why, sizeof(why)));
+		return err;
+	}
 	if (err) {
 		fprintf(stderr, "fsck.ordfs: %s: journal replay failed: %s\n", o->image,
 			strerror(-err));
