@@ -75,5 +75,9 @@ void op_listxattr(fuse_req_t req, fuse_ino_t node, size_t size);
 void op_removexattr(fuse_req_t req, fuse_ino_t node, const char *name);
 void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_file_info *fi,
 	      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+/* The file-flag ioctls (fuse_fileattr.c): true when cmd is one of them
+ * (FS_IOC_GETFLAGS, SETFLAGS, FSGETXATTR, FSSETXATTR) and it replied. */
+bool fileattr_ioctl(fuse_req_t req, fuse_ino_t node, unsigned cmd, const void *in_buf,
+		    size_t in_bufsz, size_t out_bufsz);
 
 #endif

@@ -17,6 +17,8 @@
  *  - Growing makes the old last block's bytes past EOF zeros first
  *    (file_zero_eof_block), then moves inode->size: a hole; d.size
  *    follows at writeback, or at once when nothing is dirty.
+ *  - truncate(2) of a file flagged i or a is refused (iflags.h); with S it
+ *    is durable before it returns.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 #include "file.h"
 #include "ops.h"
 #include "extent/extent.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "inode/pages.h"
 #include "journal/journal.h"
@@ -132,7 +135,10 @@ int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size)
 	if ((inode->d.mode & 0170000) != 0100000)
 		return -EINVAL;
 	ordfs_rwlock_wrlock(&inode->lock);
-	int err = ordfs_truncate_locked(fs, inode, size);
+	int err = iflags_refuses(inode->d.attr_flags, IFLAGS_TRUNCATE);
+	bool sync = iflags_sync(inode->d.attr_flags);
+	if (!err)
+		err = ordfs_truncate_locked(fs, inode, size);
 	ordfs_rwlock_unlock(&inode->lock);
-	return err;
+	return file_sync_after(fs, inode, sync, err);
 }

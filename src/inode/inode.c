@@ -532,6 +532,7 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal,
 	fresh->d.rdev = init->rdev;
 	fresh->d.links = init->links;
 	fresh->d.parent = init->parent;
+	fresh->d.attr_flags = init->attr_flags;
 	fresh->d.atime = fresh->d.mtime = fresh->d.ctime = fresh->d.crtime = now;
 	if (getrandom(&fresh->d.generation, sizeof(fresh->d.generation), GRND_NONBLOCK) < 0)
 		fresh->d.generation = (uint32_t)now.nsec ^ ino;

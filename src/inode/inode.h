@@ -118,6 +118,9 @@ struct inode_init {
 	uint32_t rdev;
 	uint32_t links;   /* what the name the caller adds will make it */
 	uint32_t parent;  /* directories: the one it is created in */
+	uint32_t attr_flags; /* file flags (iflags_inherited from the
+				directory); the caller has made sure the
+				superblock has their feature */
 };
 
 /* Allocates and initialises a new inode and writes it under h.  It is
