@@ -164,6 +164,15 @@ static bool slot_is_zero(const uint8_t *raw)
 
 int inode_read_raw(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out)
 {
+	uint32_t unknown;
+	int err = inode_read_for_check(fs, ino, out, &unknown);
+	return err ? err : unknown ? -EUCLEAN : 0;
+}
+
+int inode_read_for_check(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out,
+			 uint32_t *unknown_flags)
+{
+	*unknown_flags = 0;
 	if (ino == 0 || ino > fs->sb.inode_count)
 		return -EINVAL;
 	uint64_t blk;
@@ -177,7 +186,8 @@ int inode_read_raw(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out)
 	if (slot_is_zero(b->data + off))
 		err = -ENOENT;
 	else
-		err = ordfs_inode_decode(b->data + off, ino, fs->csum_seed, out);
+		err = ordfs_inode_decode_check(b->data + off, ino, fs->csum_seed, out,
+					       unknown_flags);
 	if (!err && out->mode == 0)
 		err = -ENOENT;
 	bcache_put(fs->cache, b);
@@ -285,7 +295,13 @@ int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out)
 	cache_hash(ic, fresh);
 	ordfs_mutex_unlock(&ic->lock);
 
-	int err = inode_read_raw(fs, ino, &fresh->d);
+	uint32_t unknown_flags;
+	int err = inode_read_for_check(fs, ino, &fresh->d, &unknown_flags);
+	/* File-flag bits no ordfs defines make the inode corrupt, except in
+	 * the checker's own mount, which reads past them (its pass 1 reports
+	 * them; the repair strips them) so the other passes see the file. */
+	if (!err && unknown_flags && !fs->opts.check_mode)
+		err = -EUCLEAN;
 	if (!err) {
 		fresh->size = fresh->d.size;
 		/* What changed this inode before it was last dropped from
