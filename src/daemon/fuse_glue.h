@@ -6,7 +6,8 @@
  *
  * The op files: fuse_ops.c (names, attributes, file data, directories,
  * fallocate and lseek, init, the table), fuse_xattr.c (extended attributes
- * and ACLs), fuse_ioctl.c (ORDFS_IOC_*), open_files.c (fi->fh).  Rules as
+ * and ACLs), fuse_ioctl.c (ORDFS_IOC_*), fuse_fileattr.c (the file-flag
+ * ioctls: lsattr, chattr), open_files.c (fi->fh).  Rules as
  * in fuse_ops.c: every handler ends in exactly one reply.
  */
 #ifndef ORDFS_FUSE_GLUE_H
