@@ -33,6 +33,7 @@
 #include "inode/inode.h"
 #include "inode/pages.h"
 #include "journal/journal.h"
+#include "base/ordfs_assert.h"
 #include "lock/lock.h"
 #include "super/super.h"
 #include "writeback/writeback.h"
@@ -80,6 +81,11 @@ static int write_flags(struct ordfs *fs, struct inode *inode, uint32_t flags)
 	if (flags)
 		err = ordfs_super_require_ro_compat(fs, h, ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS);
 	if (!err) {
+		/* Never a flag the type may not carry, never one without the
+		 * superblock's feature (FORMAT.md, "File flags"). */
+		ORDFS_ASSERT(!(flags & ~iflags_allowed(inode->d.mode)));
+		ORDFS_ASSERT(!flags ||
+			     ordfs_super_has_ro_compat(fs, ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS));
 		uint32_t old = inode->d.attr_flags;
 		inode->d.attr_flags = flags;
 		inode->d.ctime = ordfs_now();

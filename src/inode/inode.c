@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "fs.h"
+#include "iflags.h"
 #include "inode.h"
 #include "pages.h"
 #include "alloc/alloc.h"
@@ -498,6 +499,8 @@ int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigne
 	int err = slot_for_write(fs, h, inode, &b, &off);
 	if (err)
 		return err;
+	/* A bit no ordfs defines would make the slot corrupt. */
+	ORDFS_ASSERT_CHEAP(!(inode->d.attr_flags & ~ORDFS_FL_KNOWN));
 	ordfs_mutex_lock(&inode->raw_lock);
 	ordfs_inode_encode(&inode->d, inode->ino, fs->csum_seed, b->data + off);
 	ordfs_mutex_unlock(&inode->raw_lock);
@@ -548,6 +551,7 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal,
 	fresh->d.rdev = init->rdev;
 	fresh->d.links = init->links;
 	fresh->d.parent = init->parent;
+	ORDFS_ASSERT(!(init->attr_flags & ~iflags_allowed(init->mode)));
 	fresh->d.attr_flags = init->attr_flags;
 	fresh->d.atime = fresh->d.mtime = fresh->d.ctime = fresh->d.crtime = now;
 	if (getrandom(&fresh->d.generation, sizeof(fresh->d.generation), GRND_NONBLOCK) < 0)

@@ -44,6 +44,7 @@
 #include "xattr/xattr.h"
 #include "orphan/orphan.h"
 #include "base/log.h"
+#include "base/ordfs_assert.h"
 #include "lock/lock.h"
 
 /* What a new inode is made of besides its mode. */
@@ -202,6 +203,8 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 	 * is written then.  First, so a failure changes nothing. */
 	if (init.attr_flags)
 		err = ordfs_super_require_ro_compat(fs, h, ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS);
+	ORDFS_ASSERT(err || !init.attr_flags ||
+		     ordfs_super_has_ro_compat(fs, ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS));
 	if (err) {
 		alloc_unreserve(fs->alloc, reserved);
 		goto out_stop;

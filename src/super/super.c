@@ -48,6 +48,14 @@ int ordfs_super_require_ro_compat(struct ordfs *fs, struct handle *h, uint32_t f
 	return err;
 }
 
+bool ordfs_super_has_ro_compat(struct ordfs *fs, uint32_t feature)
+{
+	ordfs_mutex_lock(&fs->sb_lock);
+	bool has = (fs->sb.feature_ro_compat & feature) == feature;
+	ordfs_mutex_unlock(&fs->sb_lock);
+	return has;
+}
+
 int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *sb,
 		     const char **why)
 {
