@@ -87,6 +87,7 @@ struct ordfs {
 	bool stopped;                 /* fatal() was called (sb_lock) */
 	bool error_recorded;          /* sb_lock */
 	uint32_t io_errors_logged;    /* flush_error=report logs the first few */
+	bool shut_down;               /* FS_IOC_SHUTDOWN (mount/shutdown.c; atomic) */
 
 	/* alloc/ (discard.c) */
 	bool discard_off;             /* the backend refused a discard (atomic) */

@@ -148,6 +148,23 @@ int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync);
 /* Writes back all dirty data, commits and flushes (ordfsctl sync). */
 int ordfs_sync(struct ordfs *fs);
 
+/* ---- shutdown (mount/shutdown.c) ----------------------------------------- */
+
+/* What FS_IOC_SHUTDOWN's flags ask for (linux/fs.h FS_SHUTDOWN_FLAGS_*,
+ * ext4's EXT4_GOING_FLAGS_*): write back and commit everything first, only
+ * commit the journal, or nothing. */
+enum ordfs_shutdown_how {
+	ORDFS_SHUTDOWN_SYNC = 0,
+	ORDFS_SHUTDOWN_LOGFLUSH = 1,
+	ORDFS_SHUTDOWN_NOLOGFLUSH = 2,
+};
+/* Shuts the filesystem down, as ext4 does: from its return on nothing
+ * more reaches the image and every operation fails with EIO; the next
+ * mount replays the journal.  0 (also when it was shut down already). */
+int ordfs_shutdown(struct ordfs *fs, enum ordfs_shutdown_how how);
+/* Has it been shut down? */
+bool ordfs_is_shut_down(struct ordfs *fs);
+
 /* ---- discard (alloc/discard.c) ------------------------------------------- */
 
 /* Discards every free block of the image (fstrim); *trimmed: the bytes.

@@ -48,12 +48,23 @@ struct guard {
 	bool logged_error;          /* ignore: the one line said */
 	int last_error;             /* of the last failed write or flush (ENOSPC
 				       stays ENOSPC when the guard refuses) */
+	bool shut;                  /* flush_guard_shut: nothing more (atomic) */
 	struct flush_guard_stats stats;
 };
 
 static struct guard *to_guard(struct blockdev *bd)
 {
 	return (struct guard *)bd;
+}
+
+static bool is_shut(const struct guard *g)
+{
+	return __atomic_load_n(&g->shut, __ATOMIC_ACQUIRE);
+}
+
+void flush_guard_shut(struct blockdev *bd)
+{
+	__atomic_store_n(&to_guard(bd)->shut, true, __ATOMIC_RELEASE);
 }
 
 int flush_error_policy_parse(const char *s)
@@ -315,6 +326,8 @@ static int guard_write_as(struct blockdev *bd, const void *buf, size_t len, uint
 			  bool fua)
 {
 	struct guard *g = to_guard(bd);
+	if (is_shut(g))
+		return -EIO;
 	uint32_t bs = g->cfg.block_size;
 	uint64_t limit = g->cfg.retain_limit;
 
@@ -495,11 +508,15 @@ static int flush_upto(struct guard *g, uint64_t token)
 
 static int guard_flush(struct blockdev *bd)
 {
+	if (is_shut(to_guard(bd)))
+		return -EIO;
 	return flush_upto(to_guard(bd), UINT64_MAX);
 }
 
 int flush_guard_flush_since(struct blockdev *bd, uint64_t token)
 {
+	if (is_shut(to_guard(bd)))
+		return -EIO;
 	return flush_upto(to_guard(bd), token);
 }
 
@@ -533,6 +550,8 @@ static void guard_destroy(struct blockdev *bd)
 static int guard_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 {
 	struct guard *g = to_guard(bd);
+	if (is_shut(g))
+		return -EIO;
 	uint32_t bs = g->cfg.block_size;
 	uint64_t first = (off + bs - 1) / bs, end = (off + len) / bs;
 	if (g->cfg.retain && end > first) {
@@ -561,6 +580,8 @@ static uint64_t guard_next_hole(struct blockdev *bd, uint64_t off)
 /* Passed on: host space, no bytes: nothing to keep or flush. */
 static int guard_allocate(struct blockdev *bd, uint64_t off, uint64_t len)
 {
+	if (is_shut(to_guard(bd)))
+		return -EIO;
 	return blockdev_allocate(to_guard(bd)->inner, off, len);
 }
 

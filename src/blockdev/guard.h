@@ -29,6 +29,12 @@
  *  - Under every policy a flush refused as unsupported (EINVAL,
  *    EOPNOTSUPP) means the backing store cannot flush at all: one warning,
  *    then flushes are skipped.
+ *  - Shut (flush_guard_shut, FS_IOC_SHUTDOWN): from then on every write,
+ *    flush, discard and allocate fails with -EIO before it reaches the
+ *    device, under every policy, and no error is reported (the caller
+ *    asked for it); reads still work.  A write already past the check may
+ *    still land: the caller shuts the guard only after what must reach
+ *    the image did, and aborts the journal right after.
  *  - Flushes are serialized; writes run concurrently with each other and
  *    with a flush.  A write's copy is kept only if no newer write of the
  *    same block has been recorded (a per-write sequence number).
@@ -90,5 +96,8 @@ uint64_t flush_guard_mark(struct blockdev *guard);
  * are covered by it when it began late enough, so concurrent fsyncs share
  * flushes (group flush). */
 int flush_guard_flush_since(struct blockdev *guard, uint64_t token);
+
+/* Nothing more reaches the device (see "Shut" above).  Not undone. */
+void flush_guard_shut(struct blockdev *guard);
 
 #endif

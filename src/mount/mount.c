@@ -138,6 +138,8 @@ static int replay_if_needed(struct ordfs *fs, const char **why)
 static void journal_aborted_cb(void *ctx, int err, bool internal)
 {
 	struct ordfs *fs = ctx;
+	if (ordfs_is_shut_down(fs))
+		return; /* asked for (shutdown.c): no error, no policy */
 	ordfs_log(LOG_ERR, "journal aborted (%s): the filesystem is read-only from now on",
 		  strerror(-err));
 	if (internal) {
@@ -160,6 +162,8 @@ static void journal_aborted_cb(void *ctx, int err, bool internal)
 static void guard_error_cb(void *ctx, int err)
 {
 	struct ordfs *fs = ctx;
+	if (ordfs_is_shut_down(fs))
+		return;
 	struct journal *j = __atomic_load_n(&fs->journal, __ATOMIC_ACQUIRE);
 	if (j && (fs->opts.flush_error == FLUSH_ERROR_REMOUNT_RO ||
 		  fs->opts.flush_error == FLUSH_ERROR_ABORT))
@@ -345,7 +349,13 @@ int ordfs_unmount(struct ordfs *fs)
 	int err = 0;
 
 	writeback_thread_stop(fs);
-	if (fs->journal) {
+	if (ordfs_is_shut_down(fs)) {
+		/* Nothing reaches the image any more (shutdown.c): it stays as
+		 * the shutdown left it, for the next mount to replay. */
+		if (fs->journal)
+			(void)journal_close(fs->journal);
+		fs->journal = NULL;
+	} else if (fs->journal) {
 		err = inode_evict_unlinked(fs);
 		if (!err)
 			err = writeback_all(fs, false);

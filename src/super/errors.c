@@ -53,8 +53,8 @@ static int record_in_block0(struct ordfs *fs, int err)
 
 void ordfs_record_error(struct ordfs *fs, int err)
 {
-	if (!fs->journal)
-		return; /* read-only mount: nothing may be written */
+	if (!fs->journal || __atomic_load_n(&fs->shut_down, __ATOMIC_ACQUIRE))
+		return; /* read-only mount, or shut down: nothing may be written */
 	ordfs_mutex_lock(&fs->sb_lock);
 	bool first = !fs->error_recorded;
 	fs->error_recorded = true;
