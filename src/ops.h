@@ -22,6 +22,7 @@
 #include "format/format.h"
 
 struct ordfs;
+struct ordfs_options;
 struct inode;
 
 struct ordfs_cred {
@@ -147,6 +148,18 @@ bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode);
 int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync);
 /* Writes back all dirty data, commits and flushes (ordfsctl sync). */
 int ordfs_sync(struct ordfs *fs);
+
+/* ---- remount (mount/remount.c) ------------------------------------------- */
+
+/* Changes the options of a mounted filesystem to `want` (a copy of
+ * ordfs_options_in_force with changes): ro/rw, commit=, barrier, discard,
+ * errors=, flush_error=, the atime modes and journal_ioprio.  Anything
+ * else that differs is refused with -EINVAL and a reason in *why, and
+ * nothing changes; a failed ro or rw transition is undone and returned
+ * with its reason. */
+int ordfs_remount(struct ordfs *fs, const struct ordfs_options *want, const char **why);
+/* The options in force now (what a remount changed included). */
+void ordfs_options_in_force(struct ordfs *fs, struct ordfs_options *out);
 
 /* ---- shutdown (mount/shutdown.c) ----------------------------------------- */
 

@@ -64,6 +64,17 @@ struct ordfs_trim {
 };
 #define ORDFS_IOC_TRIM _IOR('o', 0x03, struct ordfs_trim)
 
+/* Remount (mount -o remount through the fuse.ordfs helper, ordfsctl
+ * remount): in, ordfs's options to change, comma-separated ("ro",
+ * "commit=10", "strictatime", ...; not the kernel's nosuid and the like);
+ * out, on success the options in force afterwards, on failure why (both
+ * NUL-terminated).  CAP_SYS_ADMIN or the mount's owner. */
+struct ordfs_remount {
+	char opts[1024];
+	char reply[1024];
+};
+#define ORDFS_IOC_REMOUNT _IOWR('o', 0x04, struct ordfs_remount)
+
 /* The kernel's shutdown ioctl (ext4's EXT4_IOC_SHUTDOWN, XFS's
  * XFS_IOC_GOINGDOWN, xfstests' godown), in linux/fs.h only since Linux
  * 6.x headers.  Its u32 argument is the flags below; the number says

@@ -44,7 +44,8 @@ static int write_inode_times(struct ordfs *fs, struct inode *inode)
 
 int atime_touch(struct ordfs *fs, struct inode *inode)
 {
-	const struct atime_policy *p = &fs->opts.atime;
+	const struct atime_policy policy = fs_atime_policy(fs);
+	const struct atime_policy *p = &policy;
 	if (p->mode == ATIME_NOATIME || ordfs_writable(fs) != 0)
 		return 0;
 

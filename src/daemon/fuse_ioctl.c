@@ -22,6 +22,7 @@
  * strongest promise no caller can tell from what it asked for.
  */
 #include <errno.h>
+#include <string.h>
 #include <linux/capability.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -80,7 +81,8 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 	}
 	int err;
 	bool administers = (unsigned)cmd == ORDFS_IOC_TRIM || (unsigned)cmd == ORDFS_IOC_TEST_MARK ||
-			   (unsigned)cmd == ORDFS_IOC_TEST_FAULT || (unsigned)cmd == FS_IOC_SHUTDOWN;
+			   (unsigned)cmd == ORDFS_IOC_TEST_FAULT || (unsigned)cmd == FS_IOC_SHUTDOWN ||
+			   (unsigned)cmd == ORDFS_IOC_REMOUNT;
 	if (administers && !caller_may_administer(req)) {
 		reply_result(req, -EPERM);
 		return;
@@ -92,6 +94,22 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 	case FS_IOC_SHUTDOWN:
 		err = shutdown_ioctl(req, arg);
 		break;
+	case ORDFS_IOC_REMOUNT: {
+		struct ordfs_remount r;
+		if (in_bufsz < sizeof(r.opts) || out_bufsz < sizeof(r)) {
+			err = -EINVAL;
+			break;
+		}
+		memcpy(r.opts, in_buf, sizeof(r.opts));
+		r.opts[sizeof(r.opts) - 1] = '\0';
+		memset(r.reply, 0, sizeof(r.reply));
+		/* The reply carries the reason with a failure too: the
+		 * ioctl's result is the negative errno, and the kernel copies
+		 * the data out before it returns it. */
+		int rc = daemon_remount(ctx_of(req), r.opts, r.reply, sizeof(r.reply));
+		fuse_reply_ioctl(req, rc, &r, sizeof(r));
+		return;
+	}
 	case ORDFS_IOC_TRIM: {
 		struct ordfs_trim t;
 		if (out_bufsz < sizeof(t)) {

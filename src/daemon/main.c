@@ -40,6 +40,7 @@
 #include "utab.h"
 #include "image_lock.h"
 #include "mountinfo.h"
+#include "remount_client.h"
 #include "readahead.h"
 #include "test_hooks.h"
 #include "../fs.h"
@@ -404,6 +405,19 @@ int main(int argc, char **argv)
 	 * daemon's CPU time and 0.54 s instead of 0.99 s (three reads, medians
 	 * of three runs). */
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	/* mount -o remount: not a new daemon but a request to the one that
+	 * serves the mount (remount_client.h). */
+	const char *remount_at;
+	char remount_opts[2048];
+	if (daemon_args_remount(argc, argv, &remount_at, remount_opts, sizeof(remount_opts))) {
+		char msg[1024];
+		int rc = remount_client(remount_at, remount_opts, true, msg, sizeof(msg));
+		if (rc) {
+			fprintf(stderr, "ordfs: remount %s: %s\n", remount_at, msg);
+			return 1;
+		}
+		return 0;
+	}
 	if (daemon_parse_args(argc, argv, &o, err_msg, sizeof(err_msg)) != 0) {
 		fprintf(stderr, "ordfs: %s\n", err_msg);
 		return 1;
@@ -451,7 +465,8 @@ int main(int argc, char **argv)
 				   .entry_timeout = DAEMON_ENTRY_TIMEOUT,
 				   .negative_timeout = DAEMON_NEGATIVE_TIMEOUT,
 				   .writeback_cache = o.writeback_cache,
-				   .read_ahead_kb = o.read_ahead_kb };
+				   .read_ahead_kb = o.read_ahead_kb,
+				   .options = &o };
 	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
 	if (!reopen && test_hooks_setup(&dctx, image_bd, &bd) != 0) {
 		logmsg(LOG_ERR, "cannot set up the test device");

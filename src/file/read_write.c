@@ -27,8 +27,9 @@ bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode)
 {
 	if (ordfs_writable(fs) != 0)
 		return true; /* no atime changes on a read-only filesystem */
+	struct atime_policy policy = fs_atime_policy(fs);
 	ordfs_rwlock_rdlock(&inode->lock);
-	bool keep = atime_reads_may_be_cached(&fs->opts.atime, S_ISDIR(inode->d.mode),
+	bool keep = atime_reads_may_be_cached(&policy, S_ISDIR(inode->d.mode),
 					      inode->d.atime, inode->d.mtime, inode->d.ctime,
 					      ordfs_now());
 	ordfs_rwlock_unlock(&inode->lock);
@@ -84,8 +85,9 @@ static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, voi
 		}
 	}
 	/* The cheap check under the read lock; atime_touch decides again. */
-	bool touch = program_read && done >= 0 && fs->opts.atime.mode != ATIME_NOATIME &&
-		     atime_needs_update(&fs->opts.atime, false, inode->d.atime, inode->d.mtime,
+	struct atime_policy policy = fs_atime_policy(fs);
+	bool touch = program_read && done >= 0 && policy.mode != ATIME_NOATIME &&
+		     atime_needs_update(&policy, false, inode->d.atime, inode->d.mtime,
 					inode->d.ctime, ordfs_now());
 	ordfs_rwlock_unlock(&inode->lock);
 	free(tmp);
@@ -113,11 +115,11 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 	ssize_t done = 0;
 	int err = 0;
 
-	err = ordfs_writable(fs);
-	if (err)
-		return err;
 	if (off + len < off || off + len > (1ull << 62))
 		return -EFBIG;
+	err = ordfs_write_enter(fs); /* a remount,ro waits for this write */
+	if (err)
+		return err;
 
 	ordfs_rwlock_wrlock(&inode->lock);
 	if (off > inode->size && len > 0) /* the gap after EOF reads as zeros */
@@ -147,5 +149,6 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 	if (werr && done == 0)
 		err = werr;
 	ordfs_rwlock_unlock(&inode->lock);
+	ordfs_write_exit(fs);
 	return done > 0 ? done : err;
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "super/super.h"
 #include "file.h"
 #include "ops.h"
 #include "extent/extent.h"
@@ -127,12 +128,16 @@ int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
 
 int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size)
 {
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	if ((inode->d.mode & 0170000) != 0100000)
 		return -EINVAL;
+	int err = ordfs_write_enter(fs); /* may dirty the EOF page */
+	if (err)
+		return err;
 	ordfs_rwlock_wrlock(&inode->lock);
-	int err = ordfs_truncate_locked(fs, inode, size);
+	err = ordfs_truncate_locked(fs, inode, size);
 	ordfs_rwlock_unlock(&inode->lock);
+	ordfs_write_exit(fs);
 	return err;
 }

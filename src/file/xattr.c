@@ -21,6 +21,7 @@
 #include <sys/xattr.h>
 
 #include "fs.h"
+#include "super/super.h"
 #include "ops.h"
 #include "inode/inode.h"
 #include "lock/lock.h"
@@ -71,7 +72,7 @@ int ordfs_setxattr_by(struct ordfs *fs, struct inode *inode, const char *name,
 		return -E2BIG;
 	if (size && !value)
 		return -EINVAL;
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	c.vlen = (uint32_t)size;
 	unsigned retries = 0;
@@ -94,7 +95,7 @@ int ordfs_removexattr(struct ordfs *fs, struct inode *inode, const char *name)
 	int err = xattr_name_parse(name, &c.key);
 	if (err)
 		return err;
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	ordfs_rwlock_wrlock(&inode->lock);
 	if (!xattr_ns_has_name(c.key.ns))
