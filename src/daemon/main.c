@@ -54,10 +54,14 @@
 #endif
 
 static bool daemonized;
+static bool will_detach; /* not -f: the daemon backgrounds once mounted */
 static const char *image_name = "ordfs";
 
 /* One line per message, naming the image: stderr in the foreground, syslog
- * once detached. */
+ * once detached.  A daemon that will detach sends its notices (a journal
+ * replayed, a remount) to syslog from the start, as a kernel filesystem
+ * sends them to the kernel log: mount(8)'s output is for warnings and
+ * errors, and xfstests compares it. */
 static void logmsg(int prio, const char *fmt, ...)
 {
 	char msg[512];
@@ -65,7 +69,7 @@ static void logmsg(int prio, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (daemonized)
+	if (daemonized || (will_detach && prio > LOG_WARNING))
 		syslog(prio, "%s: %s", image_name, msg);
 	else
 		fprintf(stderr, "ordfs: %s: %s\n", image_name, msg);
@@ -431,6 +435,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	image_name = o.image;
+	will_detach = !o.foreground;
 
 	struct blockdev *bd;
 	if (open_image(&o, &bd) != 0)
