@@ -68,6 +68,14 @@ struct ordfs_options {
 
 void ordfs_options_default(struct ordfs_options *opts);
 
+/* Options a remount changes while the filesystem runs (mount/remount.c):
+ * barrier, discard, errors, flush_error, commit_interval_ms,
+ * journal_ioprio and atime.  Other threads read them with FS_OPT (or
+ * fs_atime_policy), the remount writes them with FS_OPT_SET: never as
+ * plain fields once the filesystem is mounted. */
+#define FS_OPT(fs, f) __atomic_load_n(&(fs)->opts.f, __ATOMIC_RELAXED)
+#define FS_OPT_SET(fs, f, v) __atomic_store_n(&(fs)->opts.f, (v), __ATOMIC_RELAXED)
+
 struct ordfs {
 	/* mount/ sets these up; every layer reads them. */
 	struct blockdev *bd;      /* the flush guard over the caller's device */
@@ -87,6 +95,13 @@ struct ordfs {
 	bool stopped;                 /* fatal() was called (sb_lock) */
 	bool error_recorded;          /* sb_lock */
 	uint32_t io_errors_logged;    /* flush_error=report logs the first few */
+	bool shut_down;               /* FS_IOC_SHUTDOWN (mount/shutdown.c; atomic) */
+	/* mount/remount.c: a remount,ro in force or under way (atomic), and
+	 * the writes that passed the gate (ordfs_write_enter) and are not
+	 * done yet (atomic). */
+	bool remounted_ro;
+	uint32_t writers_in;
+	struct ordfs_mutex remount_lock; /* one remount at a time */
 
 	/* alloc/ (discard.c) */
 	bool discard_off;             /* the backend refused a discard (atomic) */
@@ -105,6 +120,7 @@ struct ordfs {
 	bool writeback_started;
 	bool writeback_stop;          /* writeback_lock */
 	bool writeback_kicked;        /* writeback_lock: early writeback asked for */
+	bool writeback_rearm;         /* writeback_lock: the interval changed */
 	struct ordfs_mutex writeback_lock;
 	pthread_cond_t writeback_cond;
 	uint64_t dirty_limit_pages;   /* set by dirty_limit=; 0: self-tuned */
@@ -120,6 +136,17 @@ struct ordfs {
 	/* flush/ */
 	struct latency_hist fsync_latency; /* ordfs_fsync since mount (atomic) */
 };
+
+/* The atime policy in force (a remount may change it at any time). */
+static inline struct atime_policy fs_atime_policy(const struct ordfs *fs)
+{
+	struct atime_policy p = {
+		.mode = FS_OPT(fs, atime.mode),
+		.nodiratime = FS_OPT(fs, atime.nodiratime),
+		.lazytime = FS_OPT(fs, atime.lazytime),
+	};
+	return p;
+}
 
 /* Mounts the image on bd (not owned).  On failure returns a negative errno
  * and a one-line reason in *why; nothing has been written. */

@@ -22,6 +22,7 @@
 #include "format/format.h"
 
 struct ordfs;
+struct ordfs_options;
 struct inode;
 
 struct ordfs_cred {
@@ -188,6 +189,35 @@ int ordfs_open_check(struct ordfs *fs, struct inode *inode, int open_flags);
 int ordfs_fsync(struct ordfs *fs, struct inode *inode, bool datasync);
 /* Writes back all dirty data, commits and flushes (ordfsctl sync). */
 int ordfs_sync(struct ordfs *fs);
+
+/* ---- remount (mount/remount.c) ------------------------------------------- */
+
+/* Changes the options of a mounted filesystem to `want` (a copy of
+ * ordfs_options_in_force with changes): ro/rw, commit=, barrier, discard,
+ * errors=, flush_error=, the atime modes and journal_ioprio.  Anything
+ * else that differs is refused with -EINVAL and a reason in *why, and
+ * nothing changes; a failed ro or rw transition is undone and returned
+ * with its reason. */
+int ordfs_remount(struct ordfs *fs, const struct ordfs_options *want, const char **why);
+/* The options in force now (what a remount changed included). */
+void ordfs_options_in_force(struct ordfs *fs, struct ordfs_options *out);
+
+/* ---- shutdown (mount/shutdown.c) ----------------------------------------- */
+
+/* What FS_IOC_SHUTDOWN's flags ask for (linux/fs.h FS_SHUTDOWN_FLAGS_*,
+ * ext4's EXT4_GOING_FLAGS_*): write back and commit everything first, only
+ * commit the journal, or nothing. */
+enum ordfs_shutdown_how {
+	ORDFS_SHUTDOWN_SYNC = 0,
+	ORDFS_SHUTDOWN_LOGFLUSH = 1,
+	ORDFS_SHUTDOWN_NOLOGFLUSH = 2,
+};
+/* Shuts the filesystem down, as ext4 does: from its return on nothing
+ * more reaches the image and every operation fails with EIO; the next
+ * mount replays the journal.  0 (also when it was shut down already). */
+int ordfs_shutdown(struct ordfs *fs, enum ordfs_shutdown_how how);
+/* Has it been shut down? */
+bool ordfs_is_shut_down(struct ordfs *fs);
 
 /* ---- discard (alloc/discard.c) ------------------------------------------- */
 

@@ -64,6 +64,31 @@ struct ordfs_trim {
 };
 #define ORDFS_IOC_TRIM _IOR('o', 0x03, struct ordfs_trim)
 
+/* Remount (mount -o remount through the fuse.ordfs helper, ordfsctl
+ * remount): in, ordfs's options to change, comma-separated ("ro",
+ * "commit=10", "strictatime", ...; not the kernel's nosuid and the like);
+ * out, on success the options in force afterwards, on failure why (both
+ * NUL-terminated).  CAP_SYS_ADMIN or the mount's owner. */
+struct ordfs_remount {
+	char opts[1024];
+	char reply[1024];
+};
+#define ORDFS_IOC_REMOUNT _IOWR('o', 0x04, struct ordfs_remount)
+
+/* The kernel's shutdown ioctl (ext4's EXT4_IOC_SHUTDOWN, XFS's
+ * XFS_IOC_GOINGDOWN, xfstests' godown), in linux/fs.h only since Linux
+ * 6.x headers.  Its u32 argument is the flags below; the number says
+ * _IOR, so FUSE carries nothing in and the daemon reads the flags from
+ * the caller's memory where it can (DESIGN.md, "Shutdown"). */
+#ifndef FS_IOC_SHUTDOWN
+#define FS_IOC_SHUTDOWN _IOR('X', 125, uint32_t)
+#endif
+#ifndef FS_SHUTDOWN_FLAGS_DEFAULT
+#define FS_SHUTDOWN_FLAGS_DEFAULT 0x0    /* write back everything first */
+#define FS_SHUTDOWN_FLAGS_LOGFLUSH 0x1   /* commit the journal first */
+#define FS_SHUTDOWN_FLAGS_NOLOGFLUSH 0x2 /* nothing first */
+#endif
+
 /* Test only: a mark in the log of the recording device under the image (a
  * daemon started with ORDFS_TEST_RECORD=PATH streams every write and flush
  * of the image to PATH; tests/crash/crash_sqlite replays it).  text is

@@ -39,7 +39,7 @@ static bool punch_freed(struct ordfs *fs)
 {
 	if (__atomic_load_n(&fs->discard_off, __ATOMIC_RELAXED))
 		return false;
-	return fs->opts.discard || blockdev_host_full(fs->bd);
+	return FS_OPT(fs, discard) || blockdev_host_full(fs->bd);
 }
 
 void ordfs_release_freed(void *ctx, uint64_t start, uint32_t len)

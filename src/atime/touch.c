@@ -45,12 +45,13 @@ static int write_inode_times(struct ordfs *fs, struct inode *inode)
 
 int atime_touch(struct ordfs *fs, struct inode *inode)
 {
-	if (fs->opts.atime.mode == ATIME_NOATIME || ordfs_writable(fs) != 0)
+	const struct atime_policy mount = fs_atime_policy(fs);
+	if (mount.mode == ATIME_NOATIME || ordfs_writable(fs) != 0)
 		return 0;
 
 	ordfs_rwlock_wrlock(&inode->lock);
 	struct atime_policy p; /* the mount's, or noatime for a file flagged A */
-	atime_policy_for(&fs->opts.atime, inode->d.attr_flags, &p);
+	atime_policy_for(&mount, inode->d.attr_flags, &p);
 	struct ordfs_timespec now = ordfs_now();
 	int err = 0;
 	if (inode->d.links > 0 &&

@@ -33,6 +33,7 @@ struct guard {
 	struct flush_guard_config cfg;
 
 	struct ordfs_mutex lock;       /* everything below */
+	struct ordfs_rwlock mode_lock; /* cfg.policy, cfg.retain (guard.h) */
 	struct ordfs_mutex flush_lock; /* one flush at a time */
 	struct retained **table;
 	uint64_t buckets, count;
@@ -48,6 +49,7 @@ struct guard {
 	bool logged_error;          /* ignore: the one line said */
 	int last_error;             /* of the last failed write or flush (ENOSPC
 				       stays ENOSPC when the guard refuses) */
+	bool shut;                  /* flush_guard_shut: nothing more (atomic) */
 	struct flush_guard_stats stats;
 };
 
@@ -55,6 +57,12 @@ static struct guard *to_guard(struct blockdev *bd)
 {
 	return (struct guard *)bd;
 }
+
+static bool is_shut(const struct guard *g)
+{
+	return __atomic_load_n(&g->shut, __ATOMIC_ACQUIRE);
+}
+
 
 int flush_error_policy_parse(const char *s)
 {
@@ -268,11 +276,55 @@ static int ignore_error(struct guard *g, bool is_flush, int err)
 }
 
 static int guard_flush(struct blockdev *bd);
+static int flush_upto(struct guard *g, uint64_t token);
+
+/* The on_error callback takes the caller's locks (the journal's, to
+ * abort it): never under mode_lock.  While this thread holds mode_lock
+ * the first error waits here and is told on release (mode_unlock). */
+static _Thread_local unsigned mode_held;
+static _Thread_local int mode_deferred_error;
 
 static void notify_error(struct guard *g, int err)
 {
+	if (mode_held) {
+		if (!mode_deferred_error)
+			mode_deferred_error = err;
+		return;
+	}
 	if (g->cfg.on_error)
 		g->cfg.on_error(g->cfg.on_error_ctx, err);
+}
+
+static void mode_rdlock(struct guard *g)
+{
+	ordfs_rwlock_rdlock(&g->mode_lock);
+	mode_held++;
+}
+
+static void mode_wrlock(struct guard *g)
+{
+	ordfs_rwlock_wrlock(&g->mode_lock);
+	mode_held++;
+}
+
+static void mode_unlock(struct guard *g)
+{
+	ordfs_rwlock_unlock(&g->mode_lock);
+	if (--mode_held == 0 && mode_deferred_error) {
+		int err = mode_deferred_error;
+		mode_deferred_error = 0;
+		notify_error(g, err);
+	}
+}
+
+void flush_guard_shut(struct blockdev *bd)
+{
+	struct guard *g = to_guard(bd);
+	__atomic_store_n(&g->shut, true, __ATOMIC_RELEASE);
+	/* Every write and flush holds mode_lock (read): once we have it, the
+	 * ones that passed the check before are done. */
+	mode_wrlock(g);
+	mode_unlock(g);
 }
 
 /* Copies [off, off + len) into the table.  Unaligned writes (none in
@@ -315,6 +367,8 @@ static int guard_write_as(struct blockdev *bd, const void *buf, size_t len, uint
 			  bool fua)
 {
 	struct guard *g = to_guard(bd);
+	if (is_shut(g))
+		return -EIO;
 	uint32_t bs = g->cfg.block_size;
 	uint64_t limit = g->cfg.retain_limit;
 
@@ -340,7 +394,9 @@ static int guard_write_as(struct blockdev *bd, const void *buf, size_t len, uint
 	bool over = g->count * bs >= limit;
 	ordfs_mutex_unlock(&g->lock);
 	if (over) {
-		(void)guard_flush(bd); /* a failure leaves the copies stale */
+		/* mode_lock is held (read) by our caller */
+		if (!is_shut(g))
+			(void)flush_upto(g, UINT64_MAX); /* a failure leaves the copies stale */
 		ordfs_mutex_lock(&g->lock);
 		bool full = g->count * bs >= 2 * limit;
 		/* What the device keeps failing with: a full host stays ENOSPC. */
@@ -381,9 +437,21 @@ static int guard_write_as(struct blockdev *bd, const void *buf, size_t len, uint
 	return err;
 }
 
+/* Every write runs under mode_lock (read): its policy cannot change under
+ * it. */
+static int guard_write_moded(struct blockdev *bd, const void *buf, size_t len, uint64_t off,
+			     bool fua)
+{
+	struct guard *g = to_guard(bd);
+	mode_rdlock(g);
+	int err = guard_write_as(bd, buf, len, off, fua);
+	mode_unlock(g);
+	return err;
+}
+
 static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
 {
-	return guard_write_as(bd, buf, len, off, false);
+	return guard_write_moded(bd, buf, len, off, false);
 }
 
 /* A FUA write is handled as any write (its copy is kept until a flush: a
@@ -391,7 +459,7 @@ static int guard_write(struct blockdev *bd, const void *buf, size_t len, uint64_
  * only the device's durability of this one write differs. */
 static int guard_write_fua(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
 {
-	return guard_write_as(bd, buf, len, off, true);
+	return guard_write_moded(bd, buf, len, off, true);
 }
 
 /* Writes every stale copy again.  flush_lock held, g->lock not.
@@ -493,14 +561,46 @@ static int flush_upto(struct guard *g, uint64_t token)
 	return err;
 }
 
+/* flush_upto under mode_lock (read).  (A write past the retain limit
+ * calls flush_upto itself: it holds mode_lock already.) */
+static int flush_moded(struct guard *g, uint64_t token)
+{
+	if (is_shut(g))
+		return -EIO;
+	mode_rdlock(g);
+	int err = flush_upto(g, token);
+	mode_unlock(g);
+	return err;
+}
+
 static int guard_flush(struct blockdev *bd)
 {
-	return flush_upto(to_guard(bd), UINT64_MAX);
+	return flush_moded(to_guard(bd), UINT64_MAX);
 }
 
 int flush_guard_flush_since(struct blockdev *bd, uint64_t token)
 {
-	return flush_upto(to_guard(bd), token);
+	return flush_moded(to_guard(bd), token);
+}
+
+int flush_guard_set_policy(struct blockdev *bd, enum flush_error_policy policy, bool retain)
+{
+	struct guard *g = to_guard(bd);
+	mode_wrlock(g);
+	bool start_keeping = retain && !g->cfg.retain;
+	ordfs_mutex_lock(&g->flush_lock);
+	ordfs_mutex_lock(&g->lock);
+	g->cfg.policy = policy;
+	g->cfg.retain = retain;
+	if (!retain)
+		table_remove_if(g, always, 0); /* nothing will drop or use them */
+	ordfs_mutex_unlock(&g->lock);
+	ordfs_mutex_unlock(&g->flush_lock);
+	/* Writes made before without copies: flushed now, with the new
+	 * policy's handling of a failure. */
+	int err = start_keeping && !is_shut(g) ? flush_upto(g, UINT64_MAX) : 0;
+	mode_unlock(g);
+	return err;
 }
 
 uint64_t flush_guard_mark(struct blockdev *bd)
@@ -520,6 +620,7 @@ static void guard_destroy(struct blockdev *bd)
 	free(g->inflight);
 	ordfs_mutex_destroy(&g->lock);
 	ordfs_mutex_destroy(&g->flush_lock);
+	ordfs_rwlock_destroy(&g->mode_lock);
 	free(g);
 }
 
@@ -533,6 +634,8 @@ static void guard_destroy(struct blockdev *bd)
 static int guard_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 {
 	struct guard *g = to_guard(bd);
+	if (is_shut(g))
+		return -EIO;
 	uint32_t bs = g->cfg.block_size;
 	uint64_t first = (off + bs - 1) / bs, end = (off + len) / bs;
 	if (g->cfg.retain && end > first) {
@@ -561,6 +664,8 @@ static uint64_t guard_next_hole(struct blockdev *bd, uint64_t off)
 /* Passed on: host space, no bytes: nothing to keep or flush. */
 static int guard_allocate(struct blockdev *bd, uint64_t off, uint64_t len)
 {
+	if (is_shut(to_guard(bd)))
+		return -EIO;
 	return blockdev_allocate(to_guard(bd)->inner, off, len);
 }
 
@@ -612,6 +717,7 @@ int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *
 	}
 	ordfs_mutex_init(&g->lock, LOCK_GUARD, "flush guard lock");
 	ordfs_mutex_init(&g->flush_lock, LOCK_GUARD_FLUSH, "flush guard flush_lock");
+	ordfs_rwlock_init(&g->mode_lock, LOCK_GUARD_MODE, "flush guard mode_lock");
 	*out = &g->bd;
 	return 0;
 }

@@ -29,6 +29,14 @@
  *  - Under every policy a flush refused as unsupported (EINVAL,
  *    EOPNOTSUPP) means the backing store cannot flush at all: one warning,
  *    then flushes are skipped.
+ *  - The policy and `retain` change only under mode_lock held for writing
+ *    (flush_guard_set_policy, a remount); every write holds it for
+ *    reading, so no write is half in one mode and half in the other.
+ *  - Shut (flush_guard_shut, FS_IOC_SHUTDOWN): from then on every write,
+ *    flush, discard and allocate fails with -EIO before it reaches the
+ *    device, under every policy, and no error is reported (the caller
+ *    asked for it); reads still work.  flush_guard_shut returns once the
+ *    writes and flushes under way when it was called are done.
  *  - Flushes are serialized; writes run concurrently with each other and
  *    with a flush.  A write's copy is kept only if no newer write of the
  *    same block has been recorded (a per-write sequence number).
@@ -90,5 +98,15 @@ uint64_t flush_guard_mark(struct blockdev *guard);
  * are covered by it when it began late enough, so concurrent fsyncs share
  * flushes (group flush). */
 int flush_guard_flush_since(struct blockdev *guard, uint64_t token);
+
+/* A remount's new policy (and whether copies are kept: report with
+ * barriers).  Waits for the writes under way.  Copies stop being kept at
+ * once (all dropped); when they start being kept, a flush follows, so
+ * nothing written before is left unkept and unflushed: its error, if it
+ * fails, is returned (the new policy is in force either way). */
+int flush_guard_set_policy(struct blockdev *guard, enum flush_error_policy policy, bool retain);
+
+/* Nothing more reaches the device (see "Shut" above).  Not undone. */
+void flush_guard_shut(struct blockdev *guard);
 
 #endif

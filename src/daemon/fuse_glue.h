@@ -74,6 +74,9 @@ void op_setxattr(fuse_req_t req, fuse_ino_t node, const char *name, const char *
 void op_getxattr(fuse_req_t req, fuse_ino_t node, const char *name, size_t size);
 void op_listxattr(fuse_req_t req, fuse_ino_t node, size_t size);
 void op_removexattr(fuse_req_t req, fuse_ino_t node, const char *name);
+/* ORDFS_IOC_REMOUNT (fuse_remount.c): 0 and the options in force in
+ * reply, or a negative errno and why. */
+int daemon_remount(struct daemon_ctx *dc, const char *opts, char *reply, size_t replylen);
 void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_file_info *fi,
 	      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 /* The file-flag ioctls (fuse_fileattr.c): true when cmd is one of them

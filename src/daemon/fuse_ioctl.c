@@ -13,9 +13,19 @@
  * user the daemon runs as: a user's own fusermount3 mount); others get
  * EPERM.  STATS reads, and SYNC is what sync(2) and syncfs(2) are to any
  * user, so both stay open to every caller the kernel lets open a file.
+ *
+ * FS_IOC_SHUTDOWN (ext4's, XFS's, xfstests' godown) takes CAP_SYS_ADMIN or
+ * the mount's owner too.  Its number says _IOR, so FUSE passes no bytes
+ * in: the flags are read from the caller's memory at `arg`
+ * (process_vm_readv, which the kernel allows a root daemon and a user's
+ * daemon for that user's processes); where that fails, LOGFLUSH, the
+ * strongest promise no caller can tell from what it asked for.
  */
 #include <errno.h>
+#include <string.h>
 #include <linux/capability.h>
+#include <stdint.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "fuse_glue.h"
@@ -33,11 +43,37 @@ static bool caller_may_administer(fuse_req_t req)
 	return fc->uid == getuid() || caller_has_cap(fc->pid, fc->uid, CAP_SYS_ADMIN);
 }
 
+/* FS_IOC_SHUTDOWN's flags, read from the caller's memory; LOGFLUSH when
+ * they cannot be read (DESIGN.md, "Shutdown"). */
+static uint32_t shutdown_flags(fuse_req_t req, void *arg)
+{
+	uint32_t flags;
+	struct iovec local = { .iov_base = &flags, .iov_len = sizeof(flags) };
+	struct iovec remote = { .iov_base = arg, .iov_len = sizeof(flags) };
+	if (process_vm_readv(fuse_req_ctx(req)->pid, &local, 1, &remote, 1, 0) != sizeof(flags))
+		return FS_SHUTDOWN_FLAGS_LOGFLUSH;
+	return flags;
+}
+
+static int shutdown_ioctl(fuse_req_t req, void *arg)
+{
+	uint32_t flags = shutdown_flags(req, arg);
+	switch (flags) {
+	case FS_SHUTDOWN_FLAGS_DEFAULT:
+		return ordfs_shutdown(ctx_of(req)->fs, ORDFS_SHUTDOWN_SYNC);
+	case FS_SHUTDOWN_FLAGS_LOGFLUSH:
+		return ordfs_shutdown(ctx_of(req)->fs, ORDFS_SHUTDOWN_LOGFLUSH);
+	case FS_SHUTDOWN_FLAGS_NOLOGFLUSH:
+		return ordfs_shutdown(ctx_of(req)->fs, ORDFS_SHUTDOWN_NOLOGFLUSH);
+	default:
+		return -EINVAL;
+	}
+}
+
 void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_file_info *fi,
 	      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
 	(void)node;
-	(void)arg;
 	(void)fi;
 	if (flags & FUSE_IOCTL_COMPAT) {
 		fuse_reply_err(req, ENOSYS);
@@ -47,7 +83,8 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 		return; /* lsattr, chattr: fuse_fileattr.c */
 	int err;
 	bool administers = (unsigned)cmd == ORDFS_IOC_TRIM || (unsigned)cmd == ORDFS_IOC_TEST_MARK ||
-			   (unsigned)cmd == ORDFS_IOC_TEST_FAULT;
+			   (unsigned)cmd == ORDFS_IOC_TEST_FAULT || (unsigned)cmd == FS_IOC_SHUTDOWN ||
+			   (unsigned)cmd == ORDFS_IOC_REMOUNT;
 	if (administers && !caller_may_administer(req)) {
 		reply_result(req, -EPERM);
 		return;
@@ -56,6 +93,25 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 	case ORDFS_IOC_SYNC:
 		err = ordfs_sync(ctx_of(req)->fs);
 		break;
+	case FS_IOC_SHUTDOWN:
+		err = shutdown_ioctl(req, arg);
+		break;
+	case ORDFS_IOC_REMOUNT: {
+		struct ordfs_remount r;
+		if (in_bufsz < sizeof(r.opts) || out_bufsz < sizeof(r)) {
+			err = -EINVAL;
+			break;
+		}
+		memcpy(r.opts, in_buf, sizeof(r.opts));
+		r.opts[sizeof(r.opts) - 1] = '\0';
+		memset(r.reply, 0, sizeof(r.reply));
+		/* The reply carries the reason with a failure too: the
+		 * ioctl's result is the negative errno, and the kernel copies
+		 * the data out before it returns it. */
+		int rc = daemon_remount(ctx_of(req), r.opts, r.reply, sizeof(r.reply));
+		fuse_reply_ioctl(req, rc, &r, sizeof(r));
+		return;
+	}
 	case ORDFS_IOC_TRIM: {
 		struct ordfs_trim t;
 		if (out_bufsz < sizeof(t)) {

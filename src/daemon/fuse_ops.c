@@ -36,6 +36,10 @@
  *    turns FUSE_CAP_ASYNC_DIO off), so the kernel drops the pages a
  *    direct write covers after our reply, AIO included; the daemon never
  *    invalidates pages itself from a request's handler.
+ *  - After FS_IOC_SHUTDOWN (mount/shutdown.c) every request that names an
+ *    inode (all but forget, release, statfs and the ordfsctl ioctls) is
+ *    answered EIO in get_inode, and a request already under way that
+ *    meets the aborted journal (EROFS) gets EIO too, as on ext4.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -69,6 +73,10 @@ struct inode *get_inode(fuse_req_t req, fuse_ino_t node)
 	struct inode *inode;
 	if (node > UINT32_MAX) {
 		fuse_reply_err(req, EINVAL);
+		return NULL;
+	}
+	if (ordfs_is_shut_down(ctx_of(req)->fs)) {
+		fuse_reply_err(req, EIO);
 		return NULL;
 	}
 	int err = inode_get(ctx_of(req)->fs, ino_of(node), &inode);
@@ -108,6 +116,8 @@ struct ordfs_cred cred_of(fuse_req_t req)
 
 void reply_result(fuse_req_t req, int err)
 {
+	if (err == -EROFS && ordfs_is_shut_down(ctx_of(req)->fs))
+		err = -EIO;
 	ordfs_report_error(ctx_of(req)->fs, err, "a damaged block or structure");
 	fuse_reply_err(req, err < 0 ? -err : 0);
 }

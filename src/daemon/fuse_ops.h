@@ -16,6 +16,7 @@ struct ordfs;
 struct blockdev;
 struct open_file;
 struct fuse_session;
+struct daemon_options;
 
 struct daemon_ctx {
 	struct ordfs *fs;
@@ -30,6 +31,7 @@ struct daemon_ctx {
 #endif
 	struct ordfs_mutex files_lock;   /* open_files */
 	struct fuse_session *se;         /* for notifications to the kernel */
+	const struct daemon_options *options; /* as started (a remount's base) */
 	struct open_file *open_files; /* every open file's error cursor */
 };
 

@@ -24,8 +24,10 @@ void mountinfo_unescape(char *s)
 	*out = '\0';
 }
 
-int mountinfo_find(const char *target, char *source, size_t ssize, char *type, size_t tsize,
-		   char *dev, size_t dsize)
+/* The last line of mountinfo whose mount point is target (the mount on
+ * top), its fields copied out (any pointer may be NULL). */
+static int find_entry(const char *target, char *source, size_t ssize, char *type, size_t tsize,
+		      char *dev, size_t dsize, char *opts, size_t osize)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
@@ -34,15 +36,15 @@ int mountinfo_find(const char *target, char *source, size_t ssize, char *type, s
 	int err = -ENOENT;
 	while (fgets(line, sizeof(line), f)) {
 		/* id parent major:minor root mountpoint options... - type source superopts */
-		char *save = NULL, *field[5];
+		char *save = NULL, *field[6];
 		int n = 0;
 		char *dash = strstr(line, " - ");
 		if (!dash)
 			continue;
 		*dash = '\0';
-		for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
+		for (char *t = strtok_r(line, " ", &save); t && n < 6; t = strtok_r(NULL, " ", &save))
 			field[n++] = t;
-		if (n < 5)
+		if (n < 6)
 			continue;
 		mountinfo_unescape(field[4]);
 		if (strcmp(field[4], target) != 0)
@@ -53,13 +55,30 @@ int mountinfo_find(const char *target, char *source, size_t ssize, char *type, s
 		if (!fstype || !src)
 			continue;
 		mountinfo_unescape(src);
-		snprintf(type, tsize, "%s", fstype);
-		snprintf(source, ssize, "%s", src);
-		snprintf(dev, dsize, "%s", field[2]);
+		if (type)
+			snprintf(type, tsize, "%s", fstype);
+		if (source)
+			snprintf(source, ssize, "%s", src);
+		if (dev)
+			snprintf(dev, dsize, "%s", field[2]);
+		if (opts)
+			snprintf(opts, osize, "%s", field[5]);
 		err = 0; /* later lines are newer mounts on top: keep going */
 	}
 	fclose(f);
 	return err;
+}
+
+int mountinfo_find(const char *target, char *source, size_t ssize, char *type, size_t tsize,
+		   char *dev, size_t dsize)
+{
+	return find_entry(target, source, ssize, type, tsize, dev, dsize, NULL, 0);
+}
+
+int mountinfo_find_options(const char *target, char *type, size_t tsize, char *opts,
+			   size_t osize)
+{
+	return find_entry(target, NULL, 0, type, tsize, NULL, 0, opts, osize);
 }
 
 /* Is the image the source of a live FUSE mount (this namespace)? */

@@ -22,6 +22,11 @@ void mountinfo_unescape(char *s);
 int mountinfo_find(const char *target, char *source, size_t ssize, char *type, size_t tsize,
 		   char *dev, size_t dsize);
 
+/* The type and the per-mount options ("rw,nosuid,nodev,relatime") of
+ * the mount at target (the one on top).  0 or -ENOENT. */
+int mountinfo_find_options(const char *target, char *type, size_t tsize, char *opts,
+			   size_t osize);
+
 /* Is the file `image` the source of a live FUSE mount (this namespace)? */
 bool mountinfo_image_mounted(const char *image);
 

@@ -341,5 +341,41 @@ int daemon_parse_args_over(int argc, char **argv, const char *image_defaults,
 	if (!o->mountpoint)
 		return fail(err, errlen, "missing MOUNTPOINT (usage: ordfs IMAGE MOUNTPOINT [-o opts])%s",
 			    "");
+	/* The kernel shows noatime for a noatime mount (libfuse passes it on;
+	 * it knows no strictatime): mount(8)'s remount repeats what the
+	 * kernel shows (remount_client.h). */
+	if (o->fs.atime.mode == ATIME_NOATIME) {
+		int rc = append_fuse_opt(o, "noatime", err, errlen);
+		if (rc)
+			return rc;
+	}
 	return add_mount_identity(o, err, errlen);
+}
+
+bool daemon_args_remount(int argc, char **argv, const char **mountpoint, char *opts,
+			 size_t optslen)
+{
+	bool remount = false;
+	int positional = 0;
+	*mountpoint = NULL;
+	opts[0] = '\0';
+	for (int i = 1; i < argc; i++) {
+		const char *list = NULL;
+		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+			list = argv[++i];
+		else if (strncmp(argv[i], "-o", 2) == 0 && argv[i][2])
+			list = argv[i] + 2;
+		else if (argv[i][0] != '-' && ++positional == 2)
+			*mountpoint = argv[i];
+		if (!list)
+			continue;
+		size_t used = strlen(opts);
+		snprintf(opts + used, optslen - used, "%s%s", used ? "," : "", list);
+		char *copy = strdup(list);
+		char *save = NULL;
+		for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save))
+			remount |= strcmp(t, "remount") == 0;
+		free(copy);
+	}
+	return remount && *mountpoint;
 }

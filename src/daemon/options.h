@@ -56,6 +56,12 @@ int daemon_parse_args(int argc, char **argv, struct daemon_options *out, char *e
 int daemon_parse_args_over(int argc, char **argv, const char *image_defaults,
 			   struct daemon_options *out, char *err, size_t errlen);
 
+/* Is this `ordfs IMAGE MOUNTPOINT -o ...,remount,...` (mount(8) asking,
+ * through mount.fuse3, to remount)?  Then true, the mountpoint, and every
+ * -o list joined in opts. */
+bool daemon_args_remount(int argc, char **argv, const char **mountpoint, char *opts,
+			 size_t optslen);
+
 /* Parses one -o string into out (may be called several times). */
 int daemon_parse_mount_opts(const char *opts, struct daemon_options *out, char *err,
 			    size_t errlen);

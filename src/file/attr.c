@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "fs.h"
+#include "super/super.h"
 #include "inode/pages.h"
 #include "file.h"
 #include "inode/iflags.h"
@@ -76,10 +77,9 @@ static int setattr_allowed(uint32_t flags, unsigned valid)
 	return err;
 }
 
-int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_setattr *sa)
+static int setattr_writable(struct ordfs *fs, struct inode *inode,
+			    const struct ordfs_setattr *sa)
 {
-	if (!fs->journal)
-		return -EROFS;
 	if (((sa->valid & ORDFS_SET_ATIME) && !valid_time(sa->atime)) ||
 	    ((sa->valid & ORDFS_SET_MTIME) && !valid_time(sa->mtime)))
 		return -EINVAL;
@@ -155,6 +155,17 @@ out:
 	return file_sync_after(fs, inode, sync, err);
 }
 
+/* A size change may dirty the EOF page: a writer for a remount,ro. */
+int ordfs_setattr(struct ordfs *fs, struct inode *inode, const struct ordfs_setattr *sa)
+{
+	int err = ordfs_write_enter(fs);
+	if (err)
+		return err;
+	err = setattr_writable(fs, inode, sa);
+	ordfs_write_exit(fs);
+	return err;
+}
+
 void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out)
 {
 	struct alloc_counts c;
@@ -170,7 +181,7 @@ void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out)
 
 int ordfs_drop_privs(struct ordfs *fs, struct inode *inode, const struct ordfs_caller *caller)
 {
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	ordfs_rwlock_wrlock(&inode->lock);
 	uint16_t mode = inode->d.mode;

@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "super/super.h"
 #include "writeback/writeback.h"
 #include "orphan/orphan.h"
 #include "inode/pages.h"
@@ -358,7 +359,7 @@ static int fallocate_check(struct ordfs *fs, const struct inode *inode, int mode
 		return -ENODEV;
 	if (off + len > MAX_FILE_BYTES)
 		return -EFBIG;
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	return 0;
 }
@@ -498,9 +499,14 @@ int ordfs_fallocate(struct ordfs *fs, struct inode *inode, int mode, uint64_t of
 	int err = fallocate_check(fs, inode, mode, off, len);
 	if (err)
 		return err;
+	err = ordfs_write_enter(fs); /* may dirty pages: a remount,ro waits */
+	if (err)
+		return err;
 	unsigned retries = 0;
 	do
 		err = fallocate_once(fs, inode, mode, off, len);
 	while (ordfs_should_retry_alloc(fs, err, &retries));
-	return file_sync_after(fs, inode, !err && iflags_sync(ordfs_get_flags(fs, inode)), err);
+	err = file_sync_after(fs, inode, !err && iflags_sync(ordfs_get_flags(fs, inode)), err);
+	ordfs_write_exit(fs);
+	return err;
 }

@@ -100,7 +100,7 @@ static int write_flags(struct ordfs *fs, struct inode *inode, uint32_t flags)
 int ordfs_set_flags(struct ordfs *fs, struct inode *inode, uint32_t flags, uint32_t mask,
 		    const struct ordfs_flags_caller *caller)
 {
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro, shut down or aborted */
 		return -EROFS;
 	ordfs_rwlock_wrlock(&inode->lock);
 	uint32_t old = inode->d.attr_flags;

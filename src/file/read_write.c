@@ -33,9 +33,10 @@ bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode)
 {
 	if (ordfs_writable(fs) != 0)
 		return true; /* no atime changes on a read-only filesystem */
+	struct atime_policy policy = fs_atime_policy(fs);
 	ordfs_rwlock_rdlock(&inode->lock);
-	struct atime_policy p;
-	atime_policy_for(&fs->opts.atime, inode->d.attr_flags, &p);
+	struct atime_policy p; /* the mount's, or noatime for a file flagged A */
+	atime_policy_for(&policy, inode->d.attr_flags, &p);
 	bool keep = atime_reads_may_be_cached(&p, S_ISDIR(inode->d.mode), inode->d.atime,
 					      inode->d.mtime, inode->d.ctime, ordfs_now());
 	ordfs_rwlock_unlock(&inode->lock);
@@ -92,7 +93,8 @@ static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, voi
 	}
 	/* The cheap check under the read lock; atime_touch decides again. */
 	struct atime_policy p;
-	atime_policy_for(&fs->opts.atime, inode->d.attr_flags, &p);
+	struct atime_policy mount = fs_atime_policy(fs);
+	atime_policy_for(&mount, inode->d.attr_flags, &p);
 	bool touch = program_read && done >= 0 && p.mode != ATIME_NOATIME &&
 		     atime_needs_update(&p, false, inode->d.atime, inode->d.mtime, inode->d.ctime,
 					ordfs_now());
@@ -140,7 +142,7 @@ ssize_t ordfs_write_by(struct ordfs *fs, struct inode *inode, const void *buf, s
 	ssize_t done = 0;
 	int err = 0;
 
-	err = ordfs_writable(fs);
+	err = ordfs_write_enter(fs); /* a remount,ro waits for this write */
 	if (err)
 		return err;
 	ordfs_rwlock_wrlock(&inode->lock);
@@ -179,8 +181,11 @@ ssize_t ordfs_write_by(struct ordfs *fs, struct inode *inode, const void *buf, s
 		/* S: durable before it returns (the fsync's failure is also in
 		 * the file's errseq, as any writeback failure). */
 		int serr = ordfs_fsync(fs, inode, true);
-		if (serr)
-			return serr;
+		if (serr) {
+			done = 0;
+			err = serr;
+		}
 	}
+	ordfs_write_exit(fs);
 	return done > 0 ? done : err;
 }

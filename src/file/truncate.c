@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "super/super.h"
 #include "file.h"
 #include "ops.h"
 #include "extent/extent.h"
@@ -130,15 +131,20 @@ int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size)
 
 int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size)
 {
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	if ((inode->d.mode & 0170000) != 0100000)
 		return -EINVAL;
+	int err = ordfs_write_enter(fs); /* may dirty the EOF page */
+	if (err)
+		return err;
 	ordfs_rwlock_wrlock(&inode->lock);
-	int err = iflags_refuses(inode->d.attr_flags, IFLAGS_TRUNCATE);
+	err = iflags_refuses(inode->d.attr_flags, IFLAGS_TRUNCATE);
 	bool sync = iflags_sync(inode->d.attr_flags);
 	if (!err)
 		err = ordfs_truncate_locked(fs, inode, size);
 	ordfs_rwlock_unlock(&inode->lock);
-	return file_sync_after(fs, inode, sync, err);
+	err = file_sync_after(fs, inode, sync, err); /* a remount,ro waits for it too */
+	ordfs_write_exit(fs);
+	return err;
 }

@@ -23,6 +23,7 @@
 #include <sys/xattr.h>
 
 #include "fs.h"
+#include "super/super.h"
 #include "ops.h"
 #include "file.h"
 #include "inode/iflags.h"
@@ -75,7 +76,7 @@ int ordfs_setxattr_by(struct ordfs *fs, struct inode *inode, const char *name,
 		return -E2BIG;
 	if (size && !value)
 		return -EINVAL;
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	c.vlen = (uint32_t)size;
 	unsigned retries = 0;
@@ -101,7 +102,7 @@ int ordfs_removexattr(struct ordfs *fs, struct inode *inode, const char *name)
 	int err = xattr_name_parse(name, &c.key);
 	if (err)
 		return err;
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	ordfs_rwlock_wrlock(&inode->lock);
 	bool sync = iflags_sync(inode->d.attr_flags);

@@ -55,7 +55,7 @@ static int commit_and_flush(struct ordfs *fs, uint64_t tid, uint64_t mark)
 	 * committing).  Skipped when a flush that began after those writes
 	 * has completed (usually the commit's own F2, or a concurrent
 	 * fsync's flush). */
-	if (!err && fs->opts.barrier)
+	if (!err && FS_OPT(fs, barrier))
 		err = flush_guard_flush_since(fs->bd, mark);
 	sync_gate_leave(&fs->sync_gate);
 	return err;

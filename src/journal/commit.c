@@ -71,7 +71,7 @@ uint32_t journal_log_advance(const struct journal *j, uint32_t pos, uint32_t n)
 
 int journal_barrier(struct journal *j)
 {
-	if (!j->cfg.barrier)
+	if (!__atomic_load_n(&j->cfg.barrier, __ATOMIC_RELAXED))
 		return 0;
 	int err = blockdev_flush(j->bd);
 	ordfs_mutex_lock(&j->state_lock);
@@ -359,7 +359,7 @@ static int commit_write(struct journal *j, struct transaction *tx, bool *retryab
 		goto out;
 
 	uint32_t commit_pos = journal_log_advance(j, head, li.nblocks);
-	if (j->cfg.barrier && j->bd->fua) {
+	if (__atomic_load_n(&j->cfg.barrier, __ATOMIC_RELAXED) && j->bd->fua) {
 		/* F1 made the log blocks durable: only the commit block is
 		 * left, and a FUA write of it replaces F2 (one round trip to
 		 * the device instead of two). */
@@ -419,7 +419,8 @@ static bool commit_fail(struct journal *j, struct transaction *tx, int err, bool
 	ordfs_mutex_lock(&j->state_lock);
 	ORDFS_ASSERT(tx->state == TX_COMMITTING && j->committing == tx);
 	j->stats.failed_commits++;
-	if (retryable && j->cfg.retry_failed_commits && !j->aborted && !j->stopping) {
+	if (retryable && __atomic_load_n(&j->cfg.retry_failed_commits, __ATOMIC_RELAXED) &&
+	    !j->aborted && !j->stopping) {
 		j->commit_failed = true;
 		j->retry_at_ms = journal_now_ms() + j->cfg.commit_interval_ms;
 		/* Everyone waiting is told now; a new request retries. */
@@ -522,9 +523,9 @@ static void wait_for_work(struct journal *j)
 /* journal_config.ioprio_plus1: the thread's best-effort I/O priority.
  * A hint: a host that refuses it (no permission, no such call) changes
  * only timing. */
-static void set_commit_ioprio(const struct journal *j)
+static void set_commit_ioprio(unsigned ioprio_plus1)
 {
-	unsigned level = j->cfg.ioprio_plus1 ? j->cfg.ioprio_plus1 - 1 : JOURNAL_IOPRIO_DEFAULT;
+	unsigned level = ioprio_plus1 ? ioprio_plus1 - 1 : JOURNAL_IOPRIO_DEFAULT;
 	enum { WHO_PROCESS = 1, CLASS_BE = 2, CLASS_SHIFT = 13 };
 	(void)syscall(SYS_ioprio_set, WHO_PROCESS, 0, (CLASS_BE << CLASS_SHIFT) | (int)level);
 }
@@ -533,10 +534,13 @@ void *journal_commit_thread(void *arg)
 {
 	struct journal *j = arg;
 
-	set_commit_ioprio(j);
-
 	ordfs_mutex_lock(&j->state_lock);
+	set_commit_ioprio(j->cfg.ioprio_plus1);
 	for (;;) {
+		if (j->ioprio_changed) { /* journal_set_tunables */
+			j->ioprio_changed = false;
+			set_commit_ioprio(j->cfg.ioprio_plus1);
+		}
 		if (j->aborted) {
 			pthread_cond_broadcast(&j->done_cond);
 			if (j->stopping)
@@ -570,7 +574,7 @@ void *journal_commit_thread(void *arg)
 			j->checkpoint_request = false;
 			ordfs_mutex_unlock(&j->state_lock);
 			int err = journal_checkpoint_all(j);
-			if (err && !j->cfg.retry_failed_commits)
+			if (err && !__atomic_load_n(&j->cfg.retry_failed_commits, __ATOMIC_RELAXED))
 				journal_abort(j, err);
 			ordfs_mutex_lock(&j->state_lock);
 			if (err)

@@ -265,7 +265,7 @@ int journal_start(struct journal *j, uint32_t credits, struct handle **out)
 	bool waited_for_room = false;
 	for (;;) {
 		wait_abort_notified(j);
-		if (j->aborted) {
+		if (j->aborted || j->readonly) {
 			ordfs_mutex_unlock(&j->state_lock);
 			lock_order_release(&handles_open_here);
 			free(h);
@@ -513,6 +513,68 @@ int journal_commit_wait(struct journal *j, uint64_t tid)
 int journal_force_commit(struct journal *j)
 {
 	return journal_commit_wait(j, journal_running_tid(j));
+}
+
+void journal_set_tunables(struct journal *j, const struct journal_tunables *t)
+{
+	ordfs_mutex_lock(&j->state_lock);
+	j->cfg.commit_interval_ms = t->commit_interval_ms;
+	__atomic_store_n(&j->cfg.barrier, t->barrier, __ATOMIC_RELAXED);
+	__atomic_store_n(&j->cfg.retry_failed_commits, t->retry_failed_commits,
+			 __ATOMIC_RELAXED);
+	if (j->cfg.ioprio_plus1 != t->ioprio_plus1) {
+		j->cfg.ioprio_plus1 = t->ioprio_plus1;
+		j->ioprio_changed = true;
+	}
+	/* The thread sleeps for the old interval: wake it to take the new. */
+	pthread_cond_broadcast(&j->commit_cond);
+	ordfs_mutex_unlock(&j->state_lock);
+}
+
+int journal_set_readonly(struct journal *j)
+{
+	ordfs_mutex_lock(&j->state_lock);
+	j->readonly = true;
+	ordfs_mutex_unlock(&j->state_lock);
+	/* The running transaction commits when its handles stop (no new one
+	 * can start), then everything goes home [J7]. */
+	int err = journal_flush_all(j);
+	if (!err) {
+		ordfs_mutex_lock(&j->state_lock);
+		ORDFS_ASSERT(j->running->bufs.n == 0 && !j->ckpt_head);
+		uint64_t next = j->running->tid;
+		ordfs_mutex_unlock(&j->state_lock);
+		err = journal_write_super(j, 0, next);
+	}
+	if (err) {
+		ordfs_mutex_lock(&j->state_lock);
+		j->readonly = false;
+		ordfs_mutex_unlock(&j->state_lock);
+	}
+	return err;
+}
+
+int journal_set_writable(struct journal *j)
+{
+	ordfs_mutex_lock(&j->state_lock);
+	ORDFS_ASSERT(j->readonly);
+	uint32_t head = j->head;
+	uint64_t next = j->running->tid;
+	int aborted = j->aborted;
+	ordfs_mutex_unlock(&j->state_lock);
+	if (aborted)
+		return -EROFS;
+	/* In use again: recovery scans from head, where the next commit
+	 * goes, for sequence `next` on (as after a checkpoint, F4). */
+	int err = journal_write_super(j, head, next);
+	if (!err) {
+		ordfs_mutex_lock(&j->state_lock);
+		j->tail = head;
+		j->readonly = false;
+		pthread_cond_broadcast(&j->handle_cond);
+		ordfs_mutex_unlock(&j->state_lock);
+	}
+	return err;
 }
 
 int journal_flush_all(struct journal *j)

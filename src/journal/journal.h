@@ -193,6 +193,26 @@ int journal_force_commit(struct journal *j);
 /* Commits and then checkpoints everything: the log is empty on return. */
 int journal_flush_all(struct journal *j);
 
+/* A remount (mount/remount.c) changes these live.  The commit thread
+ * applies a new I/O priority to itself at its next wake-up. */
+struct journal_tunables {
+	unsigned commit_interval_ms;
+	bool barrier;
+	unsigned ioprio_plus1;
+	bool retry_failed_commits;
+};
+void journal_set_tunables(struct journal *j, const struct journal_tunables *t);
+
+/* Read-only (a remount,ro): new handles fail with -EROFS, the running
+ * transaction commits once the handles in it stop, everything is
+ * checkpointed and the log is marked empty, as at a clean unmount, with
+ * the journal kept open.  On failure the journal is writable again and
+ * the error returned.  journal_set_writable undoes it: the log is marked
+ * in use again (recovery scans from where the next transaction goes) and
+ * handles may start. */
+int journal_set_readonly(struct journal *j);
+int journal_set_writable(struct journal *j);
+
 /* Marks the journal aborted with err: handles fail with -EROFS from now on
  * and nothing more is committed.  Idempotent; cfg.aborted runs on the
  * first call. */

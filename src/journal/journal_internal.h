@@ -87,6 +87,8 @@ struct journal {
 	pthread_t abort_notifier;      /* (S) on this thread */
 	struct ordfs_mutex sb_write_lock; /* one journal superblock write at a time */
 	bool stopping;                 /* (S) */
+	bool readonly;                 /* (S) journal_set_readonly: no handles */
+	bool ioprio_changed;           /* (S) journal_set_tunables: apply it */
 	struct journal_stats stats;    /* (S) */
 
 	/* Buffers with a committed copy not yet written home. (S) */

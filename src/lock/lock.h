@@ -27,6 +27,7 @@
 
 /* The lock order, outermost first.  Gaps leave room. */
 enum lock_level {
+	LOCK_REMOUNT = 5,        /* fs->remount_lock (mount/remount.c) */
 	LOCK_RENAME = 10,        /* fs->rename_lock */
 	LOCK_INODE = 20,         /* inode->lock (NESTS) */
 	LOCK_HANDLE = 30,        /* an open journal handle (not a mutex) */
@@ -49,6 +50,8 @@ enum lock_level {
 	LOCK_BUF_IO = 80,        /* a buffer's io_lock (NESTS: never two in
 				    one thread by design, but buffers of
 				    different blocks do not order) */
+	LOCK_GUARD_MODE = 88,    /* the flush guard's policy: writes read it,
+				    flush_guard_set_policy changes it */
 	LOCK_GUARD_FLUSH = 90,   /* the flush guard: one flush at a time */
 	LOCK_GUARD = 92,         /* the flush guard's state */
 	LOCK_BLOCKDEV = 96,      /* a stacked block device's own lock */

@@ -32,6 +32,7 @@
 #include "fs.h"
 #include "ops.h"
 #include "host_space.h"
+#include "mount_internal.h"
 #include "orphan/orphan.h"
 #include "writeback/writeback.h"
 #include "atime/atime.h"
@@ -68,6 +69,7 @@ static void fs_free(struct ordfs *fs)
 	ordfs_mutex_destroy(&fs->sb_lock);
 	ordfs_mutex_destroy(&fs->orphan_lock);
 	ordfs_mutex_destroy(&fs->rename_lock);
+	ordfs_mutex_destroy(&fs->remount_lock);
 	ordfs_mutex_destroy(&fs->writeback_lock);
 	pthread_cond_destroy(&fs->writeback_cond);
 	sync_gate_destroy(&fs->sync_gate);
@@ -126,7 +128,7 @@ static int replay_if_needed(struct ordfs *fs, const char **why)
 	fs->sb.state |= ORDFS_STATE_ERROR;
 	fs->sb.last_error_code = (uint32_t)-fs->recovery.journal_err;
 	err = ordfs_write_super(fs->bd, &fs->sb, false);
-	if (!err && fs->opts.barrier)
+	if (!err && FS_OPT(fs, barrier))
 		err = blockdev_flush(fs->bd);
 	if (err)
 		*why = "cannot write the superblock";
@@ -138,13 +140,15 @@ static int replay_if_needed(struct ordfs *fs, const char **why)
 static void journal_aborted_cb(void *ctx, int err, bool internal)
 {
 	struct ordfs *fs = ctx;
+	if (ordfs_is_shut_down(fs))
+		return; /* asked for (shutdown.c): no error, no policy */
 	ordfs_log(LOG_ERR, "journal aborted (%s): the filesystem is read-only from now on",
 		  strerror(-err));
 	if (internal) {
 		ordfs_error_internal(fs, err);
-	} else if (fs->opts.flush_error == FLUSH_ERROR_REMOUNT_RO) {
+	} else if (FS_OPT(fs, flush_error) == FLUSH_ERROR_REMOUNT_RO) {
 		ordfs_record_error(fs, err);
-	} else if (fs->opts.flush_error == FLUSH_ERROR_ABORT && fs->opts.fatal) {
+	} else if (FS_OPT(fs, flush_error) == FLUSH_ERROR_ABORT && fs->opts.fatal) {
 		ordfs_mutex_lock(&fs->sb_lock);
 		bool first = !fs->stopped;
 		fs->stopped = true;
@@ -160,11 +164,13 @@ static void journal_aborted_cb(void *ctx, int err, bool internal)
 static void guard_error_cb(void *ctx, int err)
 {
 	struct ordfs *fs = ctx;
+	if (ordfs_is_shut_down(fs))
+		return;
 	struct journal *j = __atomic_load_n(&fs->journal, __ATOMIC_ACQUIRE);
-	if (j && (fs->opts.flush_error == FLUSH_ERROR_REMOUNT_RO ||
-		  fs->opts.flush_error == FLUSH_ERROR_ABORT))
+	enum flush_error_policy policy = FS_OPT(fs, flush_error);
+	if (j && (policy == FLUSH_ERROR_REMOUNT_RO || policy == FLUSH_ERROR_ABORT))
 		journal_abort(j, err);
-	else if (fs->opts.flush_error == FLUSH_ERROR_REPORT && !(err == -ENOSPC && fs->bd->sparse) &&
+	else if (policy == FLUSH_ERROR_REPORT && !(err == -ENOSPC && fs->bd->sparse) &&
 		 __atomic_fetch_add(&fs->io_errors_logged, 1, __ATOMIC_RELAXED) < 10)
 		ordfs_log(LOG_WARNING, "a write or flush of the image failed (%s); "
 			  "flush_error=report: the callers that depend on it get the error",
@@ -186,7 +192,7 @@ static int open_guard(struct ordfs *fs, const char **why)
 	return err;
 }
 
-static int mark_in_use(struct ordfs *fs)
+int ordfs_mount_mark_in_use(struct ordfs *fs)
 {
 	struct ordfs_timespec now = ordfs_now();
 	fs->sb.feature_incompat |= ORDFS_FEATURE_INCOMPAT_RECOVER;
@@ -194,7 +200,7 @@ static int mark_in_use(struct ordfs *fs)
 	fs->sb.mount_time = (uint64_t)now.sec;
 	fs->sb.mount_count++;
 	int err = ordfs_write_super(fs->bd, &fs->sb, false);
-	if (!err && fs->opts.barrier)
+	if (!err && FS_OPT(fs, barrier))
 		err = blockdev_flush(fs->bd);
 	return err;
 }
@@ -214,6 +220,7 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	ordfs_mutex_init(&fs->sb_lock, LOCK_SB, "sb_lock");
 	ordfs_mutex_init(&fs->orphan_lock, LOCK_ORPHAN, "orphan_lock");
 	ordfs_mutex_init(&fs->rename_lock, LOCK_RENAME, "rename_lock");
+	ordfs_mutex_init(&fs->remount_lock, LOCK_REMOUNT, "remount_lock");
 	ordfs_mutex_init(&fs->writeback_lock, LOCK_WRITEBACK, "writeback_lock");
 	pthread_cond_init(&fs->writeback_cond, NULL);
 	sync_gate_init(&fs->sync_gate);
@@ -278,7 +285,7 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 						: "cannot give the journal its host space";
 			goto fail;
 		}
-		err = mark_in_use(fs);
+		err = ordfs_mount_mark_in_use(fs);
 		if (err) {
 			reason = "cannot write the superblock";
 			goto fail;
@@ -319,7 +326,7 @@ fail:
 	return err;
 }
 
-static int write_clean_super(struct ordfs *fs)
+int ordfs_mount_write_clean(struct ordfs *fs)
 {
 	struct ordfs_super sb;
 	const char *why;
@@ -335,7 +342,7 @@ static int write_clean_super(struct ordfs *fs)
 	sb.state |= ORDFS_STATE_CLEAN;
 	sb.write_time = (uint64_t)ordfs_now().sec;
 	err = ordfs_write_super(fs->bd, &sb, true);
-	if (!err && fs->opts.barrier)
+	if (!err && FS_OPT(fs, barrier))
 		err = blockdev_flush(fs->bd);
 	return err;
 }
@@ -345,7 +352,13 @@ int ordfs_unmount(struct ordfs *fs)
 	int err = 0;
 
 	writeback_thread_stop(fs);
-	if (fs->journal) {
+	if (ordfs_is_shut_down(fs)) {
+		/* Nothing reaches the image any more (shutdown.c): it stays as
+		 * the shutdown left it, for the next mount to replay. */
+		if (fs->journal)
+			(void)journal_close(fs->journal);
+		fs->journal = NULL;
+	} else if (fs->journal) {
 		err = inode_evict_unlinked(fs);
 		if (!err)
 			err = writeback_all(fs, false);
@@ -356,7 +369,7 @@ int ordfs_unmount(struct ordfs *fs)
 		if (!err)
 			err = jerr;
 		if (!err)
-			err = write_clean_super(fs);
+			err = ordfs_mount_write_clean(fs);
 	}
 	fs_free(fs);
 	return err;

@@ -35,6 +35,7 @@
 #include <linux/fs.h>
 
 #include "fs.h"
+#include "super/super.h"
 #include "namei_internal.h"
 #include "writeback/writeback.h"
 #include "inode/pages.h"
@@ -102,7 +103,7 @@ int ordfs_lookup(struct ordfs *fs, struct inode *dir, const char *name, struct i
 int namei_check_change_in_dir(struct ordfs *fs, struct inode *dir, const char *name,
 			      size_t len)
 {
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	if (!namei_is_dir(dir))
 		return -ENOTDIR;

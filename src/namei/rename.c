@@ -26,6 +26,7 @@
 #include <linux/fs.h>
 
 #include "fs.h"
+#include "super/super.h"
 #include "namei_internal.h"
 #include "writeback/writeback.h"
 #include "inode/pages.h"
@@ -245,7 +246,7 @@ static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldna
 		return -EINVAL; /* RENAME_WHITEOUT is for overlay filesystems */
 	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
 		return -EINVAL;
-	if (!fs->journal)
+	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	if (!namei_is_dir(olddir) || !namei_is_dir(newdir))
 		return -ENOTDIR;

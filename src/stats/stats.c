@@ -11,6 +11,7 @@
 #include "stats.h"
 #include "base/latency.h"
 #include "fs.h"
+#include "ops.h"
 #include "writeback/writeback.h"
 #include "atime/atime.h"
 #include "blockdev/guard.h"
@@ -40,7 +41,8 @@ void ordfs_stats_fill(struct ordfs *fs, struct ordfs_stats *out)
 	memset(out, 0, sizeof(*out));
 	out->version = 1;
 	out->block_size = fs->block_size;
-	struct ordfs_options opts = fs->opts;
+	struct ordfs_options opts;
+	ordfs_options_in_force(fs, &opts);
 	if (!opts.errors)
 		opts.errors = fs->sb.errors;
 	ordfs_options_describe(&opts, out->options, sizeof(out->options));
@@ -62,7 +64,7 @@ void ordfs_stats_fill(struct ordfs *fs, struct ordfs_stats *out)
 	out->flush_errors = gs.flush_errors;
 	out->write_errors = gs.write_errors;
 	out->retained_blocks = gs.retained_blocks;
-	out->flush_state = !fs->opts.barrier ? ORDFS_FLUSH_DISABLED
+	out->flush_state = !opts.barrier ? ORDFS_FLUSH_DISABLED
 			 : gs.cannot_flush   ? ORDFS_FLUSH_UNSUPPORTED
 			 : gs.failing        ? ORDFS_FLUSH_FAILING
 					     : ORDFS_FLUSH_OK;

@@ -5,7 +5,8 @@
  *
  * Owns: ordfs_report_error (the one door every layer's errors go through
  * to errors=), ordfs_error_corruption, ordfs_error_internal,
- * ordfs_record_error, ordfs_writable.  (The
+ * ordfs_record_error, ordfs_writable and the writers' gate for a
+ * remount,ro (ordfs_write_enter/exit).  (The
  * flush_error= policy for failing writes and flushes lives in guard.c and
  * in the journal's retry/abort choice; mount.c wires them.)
  *
@@ -26,12 +27,32 @@
 #include "blockdev/blockdev.h"
 #include "journal/journal.h"
 #include "lock/lock.h"
+#include "base/ordfs_assert.h"
 
 int ordfs_writable(struct ordfs *fs)
 {
-	if (!fs->journal || journal_aborted(fs->journal))
+	if (!fs->journal || __atomic_load_n(&fs->remounted_ro, __ATOMIC_SEQ_CST) ||
+	    journal_aborted(fs->journal))
 		return -EROFS;
 	return 0;
+}
+
+/* The counter goes up before the check, and a remount,ro sets its flag
+ * before it reads the counter (both sequentially consistent): either the
+ * writer sees the flag, or the remount sees the writer and waits. */
+int ordfs_write_enter(struct ordfs *fs)
+{
+	__atomic_add_fetch(&fs->writers_in, 1, __ATOMIC_SEQ_CST);
+	int err = ordfs_writable(fs);
+	if (err)
+		ordfs_write_exit(fs);
+	return err;
+}
+
+void ordfs_write_exit(struct ordfs *fs)
+{
+	uint32_t before = __atomic_fetch_sub(&fs->writers_in, 1, __ATOMIC_SEQ_CST);
+	ORDFS_ASSERT(before > 0);
 }
 
 /* Directly into block 0, keeping what is on disk but the error fields. */
@@ -46,15 +67,15 @@ static int record_in_block0(struct ordfs *fs, int err)
 	sb.last_error_code = (uint32_t)-err;
 	sb.last_error_time = (uint64_t)ordfs_now().sec;
 	rc = ordfs_write_super(fs->bd, &sb, false);
-	if (!rc && fs->opts.barrier)
+	if (!rc && FS_OPT(fs, barrier))
 		rc = blockdev_flush(fs->bd);
 	return rc;
 }
 
 void ordfs_record_error(struct ordfs *fs, int err)
 {
-	if (!fs->journal)
-		return; /* read-only mount: nothing may be written */
+	if (!fs->journal || __atomic_load_n(&fs->shut_down, __ATOMIC_ACQUIRE))
+		return; /* read-only mount, or shut down: nothing may be written */
 	ordfs_mutex_lock(&fs->sb_lock);
 	bool first = !fs->error_recorded;
 	fs->error_recorded = true;
@@ -93,7 +114,7 @@ void ordfs_record_error(struct ordfs *fs, int err)
 /* errors=: what to do about an error that is not the device's. */
 static void apply_errors_policy(struct ordfs *fs, int err)
 {
-	switch (fs->opts.errors) {
+	switch (FS_OPT(fs, errors)) {
 	case ORDFS_ERRORS_RO:
 		journal_abort(fs->journal, err);
 		ordfs_record_error(fs, err);

@@ -60,5 +60,11 @@ void ordfs_error_internal(struct ordfs *fs, int err);
 void ordfs_record_error(struct ordfs *fs, int err);
 /* 0 if the filesystem takes modifications, else -EROFS. */
 int ordfs_writable(struct ordfs *fs);
+/* Around an operation that dirties pages without a handle (write,
+ * truncate, fallocate): ordfs_writable's answer, and while it is 0 a
+ * remount,ro waits for ordfs_write_exit before it writes everything back
+ * (mount/remount.c). */
+int ordfs_write_enter(struct ordfs *fs);
+void ordfs_write_exit(struct ordfs *fs);
 
 #endif

@@ -27,12 +27,22 @@ static void *writeback_main(void *arg)
 	struct timespec next; /* the next full pass: kicks do not postpone it */
 	clock_gettime(CLOCK_REALTIME, &next);
 	while (!fs->writeback_stop) {
-		uint64_t ns = (uint64_t)next.tv_nsec +
-			      (uint64_t)(fs->opts.commit_interval_ms % 1000) * 1000000u;
-		next.tv_sec += fs->opts.commit_interval_ms / 1000 + (time_t)(ns / 1000000000u);
+		/* commit=0 (a remount may set it): no periodic pass, a day's
+		 * sleep between kicks. */
+		uint64_t interval_ms = FS_OPT(fs, commit_interval_ms);
+		if (!interval_ms)
+			interval_ms = 86400000u;
+		uint64_t ns = (uint64_t)next.tv_nsec + (interval_ms % 1000) * 1000000u;
+		next.tv_sec += (time_t)(interval_ms / 1000) + (time_t)(ns / 1000000000u);
 		next.tv_nsec = (long)(ns % 1000000000u);
 		int timed_out = 0;
+		bool rearm = false;
 		while (!fs->writeback_stop && !timed_out) {
+			if (fs->writeback_rearm) { /* writeback_interval_changed */
+				fs->writeback_rearm = false;
+				rearm = true;
+				break;
+			}
 			if (fs->writeback_kicked) {
 				/* A writer went past the background threshold. */
 				ordfs_mutex_unlock(&fs->writeback_lock);
@@ -48,6 +58,10 @@ static void *writeback_main(void *arg)
 		}
 		if (fs->writeback_stop)
 			break;
+		if (rearm) { /* the next pass one new interval from now */
+			clock_gettime(CLOCK_REALTIME, &next);
+			continue;
+		}
 		ordfs_mutex_unlock(&fs->writeback_lock);
 		/* Errors stay with the pages (and go to errseq). */
 		ordfs_report_error(fs, writeback_periodic(fs), "background writeback");
@@ -72,6 +86,18 @@ void writeback_kick(struct ordfs *fs)
 	ordfs_mutex_unlock(&fs->writeback_lock);
 }
 
+void writeback_interval_changed(struct ordfs *fs)
+{
+	if (!fs->writeback_started) {
+		writeback_thread_start(fs); /* commit=0 at mount: none runs yet */
+		return;
+	}
+	ordfs_mutex_lock(&fs->writeback_lock);
+	fs->writeback_rearm = true;
+	pthread_cond_broadcast(&fs->writeback_cond);
+	ordfs_mutex_unlock(&fs->writeback_lock);
+}
+
 void writeback_thread_stop(struct ordfs *fs)
 {
 	if (!fs->writeback_started)
@@ -86,7 +112,7 @@ void writeback_thread_stop(struct ordfs *fs)
 
 void writeback_thread_start(struct ordfs *fs)
 {
-	if (fs->opts.commit_interval_ms &&
+	if (FS_OPT(fs, commit_interval_ms) &&
 	    pthread_create(&fs->writeback_thread, NULL, writeback_main, fs) == 0)
 		fs->writeback_started = true;
 }

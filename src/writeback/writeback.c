@@ -133,7 +133,7 @@ static uint32_t loggable(struct ordfs *fs, uint32_t n, uint32_t overhead)
 static int flush_own_data(struct ordfs *fs, bool paced, bool ordered, bool *needs_f1)
 {
 	*needs_f1 = ordered;
-	if (!paced || !ordered || !fs->opts.barrier)
+	if (!paced || !ordered || !FS_OPT(fs, barrier))
 		return 0;
 	int err = flush_guard_flush_since(fs->bd, flush_guard_mark(fs->bd));
 	if (!err)

@@ -78,6 +78,9 @@ int writeback_some_locked(struct ordfs *fs, struct inode *inode, bool waited,
 void writeback_thread_start(struct ordfs *fs);
 void writeback_thread_stop(struct ordfs *fs);
 void writeback_kick(struct ordfs *fs);
+/* A remount changed commit=: the thread's next pass is one new interval
+ * from now (and a thread starts if commit=0 kept it from starting). */
+void writeback_interval_changed(struct ordfs *fs);
 
 /* Background writeback goes per hold of a file's lock in slices of this
  * size (the writer goes on between them). */

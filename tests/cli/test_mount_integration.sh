@@ -72,6 +72,30 @@ check "/proc/mounts shows IMAGE MOUNTPOINT fuse.ordfs" is_mounted_ordfs
 dd if=/dev/urandom of="$WORK/src" bs=1M count=40 status=none
 cp "$WORK/src" "$MNT/big"
 mkdir "$MNT/dir" && echo hello >"$MNT/dir/note"
+
+# --- mount -o remount (mount(8) -> mount.fuse3 -> ordfs ... -o remount) ----------
+in_force() { "$BUILD/tools/ordfsctl" stats "$MNT" | sed -n 's/^  options: *//p'; }
+has_opt() { in_force | tr , '\n' | grep -qx "$1"; }
+kernel_ro() { awk -v m="$MNT" '$2 == m { print $4 }' /proc/mounts | tr , '\n' | grep -qx ro; }
+check "mount -o remount,ro exits 0" mount -o remount,ro "$MNT"
+check "  the kernel shows it read-only" kernel_ro
+check "  ordfs is read-only" has_opt ro
+check "  noatime and data=journal are kept (mount(8)'s echo of relatime ignored)" \
+	eval 'has_opt noatime && has_opt data=journal'
+check "  a write is refused" eval '! touch "$MNT/new" 2>/dev/null'
+check "  the data reads back" cmp "$WORK/src" "$MNT/big"
+check "mount -o remount,rw,commit=9 exits 0" mount -o remount,rw,commit=9 "$MNT"
+check "  the kernel shows it read-write" eval '! kernel_ro'
+check "  commit=9 and rw in force, noatime kept" \
+	eval 'has_opt rw && has_opt commit=9 && has_opt noatime'
+check "  a write works" touch "$MNT/new"
+before=$(in_force)
+if mount -o remount,data=ordered "$MNT" 2>"$WORK/err"; then
+	fail "mount -o remount,data=ordered refused"
+else
+	pass "mount -o remount,data=ordered refused: $(head -1 "$WORK/err")"
+fi
+check "  nothing changed" test "$(in_force)" = "$before"
 check "umount exits 0" umount "$MNT"
 check "the image is closed when umount returns (its lock is free)" image_closed
 check "fsck.ordfs -fn right after umount exits 0" "$BUILD/tools/fsck.ordfs" -fn "$IMG"

@@ -10,6 +10,10 @@
  *   stats [--json] MOUNTPOINT the options in force, journal use, commits,
  *                             flushes and their state, dirty data, fsync
  *                             latency since mount (stats_print.c).
+ *   remount MOUNTPOINT OPTS   change ordfs's options live, as mount -o
+ *                             remount (src/daemon/remount_client.c): what a
+ *                             user, who cannot run mount(8) on the mount,
+ *                             uses; as root it sets the kernel's flags too.
  * Rules: talks to the daemon only through the ioctls of ordfs_ioctl.h on
  * a file or directory of the mount; one line on error; exit 0 on
  * success, 1 if the daemon reported an error, 2 for a usage error.
@@ -24,6 +28,7 @@
 
 #include "ordfs_ioctl.h"
 #include "stats_print.h"
+#include "daemon/remount_client.h"
 
 #ifndef ORDFS_PACKAGE_VERSION
 #define ORDFS_PACKAGE_VERSION "unknown"
@@ -34,6 +39,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: ordfsctl sync MOUNTPOINT\n"
 		     "       ordfsctl trim MOUNTPOINT\n"
 		     "       ordfsctl stats [--json] MOUNTPOINT\n"
+		     "       ordfsctl remount MOUNTPOINT OPTIONS\n"
 		     "  sync   write back all dirty data, commit the journal and flush the\n"
 		     "         image now (sync(1) does not reach FUSE filesystems; without\n"
 		     "         this, data waits for the next periodic commit)\n"
@@ -42,7 +48,12 @@ static void usage(FILE *out)
 		     "  stats  mount options in force, journal size and use, commits\n"
 		     "         (waited for vs periodic), flushes, flush failures and state,\n"
 		     "         dirty data and its limit, fsync latency since mount;\n"
-		     "         --json for programs\n");
+		     "         --json for programs\n"
+		     "  remount  change options of the mounted filesystem now, as\n"
+		     "         mount -o remount does: ro, rw, commit=, barrier, nobarrier,\n"
+		     "         discard, nodiscard, errors=, flush_error=, relatime,\n"
+		     "         strictatime, noatime, nodiratime, lazytime, journal_ioprio=\n"
+		     "         (root, or the user who mounted it)\n");
 }
 
 /* ioctl `cmd` on path; prints why it failed.  0 or 1. */
@@ -109,6 +120,15 @@ int main(int argc, char **argv)
 		return ask(argv[2], ORDFS_IOC_SYNC, NULL, "sync");
 	if (argc == 3 && strcmp(argv[1], "trim") == 0)
 		return cmd_trim(argv[2]);
+	if (argc == 4 && strcmp(argv[1], "remount") == 0) {
+		char msg[1024];
+		if (remount_client(argv[2], argv[3], false, msg, sizeof(msg)) != 0) {
+			fprintf(stderr, "ordfsctl: remount %s: %s\n", argv[2], msg);
+			return 1;
+		}
+		printf("%s: %s\n", argv[2], msg);
+		return 0;
+	}
 	if (argc >= 3 && strcmp(argv[1], "stats") == 0) {
 		bool json = false;
 		const char *path = NULL;
@@ -126,10 +146,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (argc >= 2 && strcmp(argv[1], "sync") != 0 && strcmp(argv[1], "stats") != 0 &&
-	    strcmp(argv[1], "trim") != 0)
+	    strcmp(argv[1], "trim") != 0 && strcmp(argv[1], "remount") != 0)
 		fprintf(stderr, "ordfsctl: unknown command '%s' (see --help)\n", argv[1]);
 	else
 		fprintf(stderr, "ordfsctl: usage: ordfsctl sync|trim MOUNTPOINT | stats [--json] "
-			"MOUNTPOINT\n");
+			"MOUNTPOINT | remount MOUNTPOINT OPTIONS\n");
 	return 2;
 }
