@@ -22,10 +22,13 @@
 
 static const struct ordfs_cred root_cred = { 0, 0 };
 
+/* Under the inode's lock: the writeback thread may be removing pages. */
 static int count_dirty(struct ordfs *fs, struct inode *inode, void *ctx)
 {
 	(void)fs;
+	ordfs_rwlock_rdlock(&inode->lock);
 	*(int *)ctx += pages_has_dirty(inode);
+	ordfs_rwlock_unlock(&inode->lock);
 	return 0;
 }
 
