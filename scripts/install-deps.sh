@@ -9,6 +9,7 @@ set -euo pipefail
 
 # clang and its runtime (libFuzzer) build the fuzz target (scripts/fuzz.sh).
 # acl (setfacl/getfacl) drives the mounted ACL test.
+# e2fsprogs (lsattr, chattr) drives the mounted file-flags test.
 # man-db and groff-base render and check the manual pages (tests/cli/test_man.sh).
 # dpkg-dev, debhelper and lintian build and check the Debian package
 # (debian/, tests/cli/test_deb.sh).
@@ -19,7 +20,7 @@ set -euo pipefail
 # test.sh's skip report; named here, not left to meson's dependencies.
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
 	libnbd-dev libnbd-bin nbdkit
-	libsqlite3-dev clang libclang-rt-14-dev acl man-db groff-base
+	libsqlite3-dev clang libclang-rt-14-dev acl e2fsprogs man-db groff-base
 	dpkg-dev debhelper lintian python3 binutils)
 
 is_installed() {

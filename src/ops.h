@@ -124,14 +124,27 @@ int ordfs_permission(struct ordfs *fs, struct inode *inode, const struct ordfs_c
 
 /* ---- file data (file/) ------------------------------------------------- */
 
+/* write(2).  A file flagged i refuses it, one flagged a takes only
+ * appends (ordfs_write_by); with S the data is durable (ordfs_fsync)
+ * before it returns. */
 ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
 		    uint64_t off);
+/* How a write came (ordfs_write_by): */
+#define ORDFS_WRITE_APPEND 0x1u /* an O_APPEND write: allowed on an append-only
+				   file, where it lands at the end whatever off */
+#define ORDFS_WRITE_CACHED 0x2u /* the kernel writing back pages it cached
+				   (-o writeback_cache, shared mappings), from
+				   writes it let through: on an append-only file
+				   allowed as written (at off) */
+ssize_t ordfs_write_by(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
+		       uint64_t off, unsigned how);
 ssize_t ordfs_read(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
 		   uint64_t off);
 /* The same without touching atime: the kernel filling a page for a
  * partial write (-o writeback_cache), not a program reading. */
 ssize_t ordfs_read_for_write(struct ordfs *fs, struct inode *inode, void *buf, size_t len,
 			     uint64_t off);
+/* truncate(2): -EPERM on a file flagged i or a. */
 int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size);
 /* True if the kernel may keep serving the file's (or directory's) data
  * from its cache through a new open: no read could change its atime now
@@ -139,6 +152,34 @@ int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size);
  * is read-only.  Otherwise the open drops the cache, so the read that
  * must update atime reaches the filesystem. */
 bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode);
+
+/* ---- file flags (file/flags.c; the rules: inode/iflags.h) ---------------- */
+
+/* The inode's file flags: ORDFS_FL_* (format.h), the Linux FS_*_FL values,
+ * what FS_IOC_GETFLAGS answers and lsattr shows. */
+uint32_t ordfs_get_flags(struct ordfs *fs, struct inode *inode);
+/* Who changes flags (ordfs_set_flags): NULL means a privileged caller. */
+struct ordfs_flags_caller {
+	uint32_t uid;
+	bool cap_fowner;          /* CAP_FOWNER: as the owner of any file */
+	bool cap_linux_immutable; /* CAP_LINUX_IMMUTABLE: may change i and a */
+};
+/* Gives the flags in mask the values they have in flags and keeps the
+ * others: FS_IOC_SETFLAGS passes mask ~0 (every flag, so one ordfs does
+ * not keep is -EOPNOTSUPP), FS_IOC_FSSETXATTR IFLAGS_XFLAG_MASK (D and j
+ * have no xflag and stay).  -EPERM: not the owner nor CAP_FOWNER, i or a
+ * changed without CAP_LINUX_IMMUTABLE, or an immutable inode's other
+ * flags changed; -EOPNOTSUPP: a flag not kept,
+ * or not for the inode's type (iflags_allowed); -EROFS.  One journaled
+ * inode update that sets ctime (and first the file's dirty pages written
+ * back when j changes); committed before it returns when S is set before
+ * or after.  Nothing changes on failure. */
+int ordfs_set_flags(struct ordfs *fs, struct inode *inode, uint32_t flags, uint32_t mask,
+		    const struct ordfs_flags_caller *caller);
+/* May the file be opened with these open(2) flags?  -EPERM when its file
+ * flags refuse it (Linux's may_open): i with write access or O_TRUNC; a
+ * with O_TRUNC, or write access without O_APPEND. */
+int ordfs_open_check(struct ordfs *fs, struct inode *inode, int open_flags);
 
 /* ---- durability (flush/sync.c) ----------------------------------------- */
 

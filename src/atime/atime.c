@@ -54,6 +54,14 @@ bool atime_reads_may_be_cached(const struct atime_policy *p, bool is_dir,
 	return !relatime_needs_update(atime, mtime, ctime, now);
 }
 
+void atime_policy_for(const struct atime_policy *mount, uint32_t attr_flags,
+		      struct atime_policy *out)
+{
+	*out = *mount;
+	if (attr_flags & ORDFS_FL_NOATIME)
+		out->mode = ATIME_NOATIME;
+}
+
 bool atime_parse_option(const char *opt, struct atime_policy *p)
 {
 	if (strcmp(opt, "relatime") == 0)

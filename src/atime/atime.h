@@ -8,7 +8,10 @@
  *   relatime         when atime <= mtime, or atime <= ctime, or atime is
  *                    at least 24 hours older than now (default);
  *   strictatime      always;
- * and in every mode, never when atime already equals now.
+ * and in every mode, never when atime already equals now.  An inode
+ * flagged A (ORDFS_FL_NOATIME, chattr +A) is noatime whatever the mount
+ * says, as Linux's S_NOATIME (atime_policy_for): its reads change
+ * nothing, so its pages may stay cached across opens.
  * lazytime does not change the decision, only when the new value is
  * written (the caller keeps it in memory).
  */
@@ -46,6 +49,11 @@ bool atime_needs_update(const struct atime_policy *p, bool is_dir,
 bool atime_reads_may_be_cached(const struct atime_policy *p, bool is_dir,
 			       struct ordfs_timespec atime, struct ordfs_timespec mtime,
 			       struct ordfs_timespec ctime, struct ordfs_timespec now);
+
+/* The policy for one inode: the mount's, or noatime for an inode whose
+ * file flags (attr_flags) hold A. */
+void atime_policy_for(const struct atime_policy *mount, uint32_t attr_flags,
+		      struct atime_policy *out);
 
 /* -1, 0, 1 as a is before, equal to, after b. */
 int ordfs_timespec_cmp(struct ordfs_timespec a, struct ordfs_timespec b);

@@ -6,7 +6,8 @@
  * bookkeeping (inode->atime_dirty) and writing lazily kept atimes.
  * Rules (atime.h has the policy itself):
  *  - The decision is made again under the inode's write lock, so two
- *    racing readers update once.
+ *    racing readers update once; an inode flagged A (chattr +A) is never
+ *    updated (atime_policy_for).
  *  - Without lazytime the update is its own handle, written without
  *    INODE_WRITE_DATASYNC: it rides the running transaction, never forces
  *    a commit, and fdatasync does not wait for it.
@@ -44,19 +45,20 @@ static int write_inode_times(struct ordfs *fs, struct inode *inode)
 
 int atime_touch(struct ordfs *fs, struct inode *inode)
 {
-	const struct atime_policy policy = fs_atime_policy(fs);
-	const struct atime_policy *p = &policy;
-	if (p->mode == ATIME_NOATIME || ordfs_writable(fs) != 0)
+	const struct atime_policy mount = fs_atime_policy(fs);
+	if (mount.mode == ATIME_NOATIME || ordfs_writable(fs) != 0)
 		return 0;
 
 	ordfs_rwlock_wrlock(&inode->lock);
+	struct atime_policy p; /* the mount's, or noatime for a file flagged A */
+	atime_policy_for(&mount, inode->d.attr_flags, &p);
 	struct ordfs_timespec now = ordfs_now();
 	int err = 0;
 	if (inode->d.links > 0 &&
-	    atime_needs_update(p, is_dir(inode), inode->d.atime, inode->d.mtime, inode->d.ctime,
+	    atime_needs_update(&p, is_dir(inode), inode->d.atime, inode->d.mtime, inode->d.ctime,
 			       now)) {
 		inode->d.atime = now;
-		if (p->lazytime) {
+		if (p.lazytime) {
 			if (!inode->atime_dirty)
 				inode->atime_dirty_since = now.sec;
 			__atomic_store_n(&inode->atime_dirty, true, __ATOMIC_RELAXED);

@@ -84,6 +84,7 @@ static const char *const problem_names[] = {
 	[CHK_SUMMARY] = "summary-counts",
 	[CHK_XATTR] = "xattr-block",
 	[CHK_SUPER_COPY] = "superblock-copy",
+	[CHK_FILE_FLAGS] = "file-flags",
 };
 
 const char *check_problem_name(enum check_problem code)

@@ -40,6 +40,8 @@ enum check_problem {
 	CHK_SUMMARY,            /* superblock free counts wrong (clean image) */
 	CHK_XATTR,              /* bad extended attribute block */
 	CHK_SUPER_COPY,         /* a superblock's two sector copies differ */
+	CHK_FILE_FLAGS,         /* file flags unknown, wrong for the inode's type,
+				   or without the superblock's feature */
 };
 
 #define CHECK_PASSES 5u
@@ -62,7 +64,8 @@ struct check_inode_fix {
 	uint32_t ino;
 	uint32_t links, parent;
 	uint64_t blocks, size;
-	bool fix_links, fix_parent, fix_blocks, fix_size, drop_xattr;
+	uint32_t attr_flags;
+	bool fix_links, fix_parent, fix_blocks, fix_size, drop_xattr, fix_flags;
 };
 
 #define CHECK_VEC(T) struct { T *v; uint32_t n, cap; }
@@ -76,6 +79,8 @@ struct check_findings {
 	CHECK_VEC(struct check_block_ref) clone_blocks; /* data blocks an earlier
 					       inode claimed: the extents holding
 					       them get copies */
+	CHECK_VEC(uint32_t) strip_flags;    /* file-flag bits no ordfs defines:
+					       rewritten without them */
 	/* stage B, a read-write mount */
 	CHECK_VEC(struct check_entry_fix) drop_entries;   /* point at nothing */
 	CHECK_VEC(struct check_entry_fix) retype_entries; /* wrong file type */
@@ -85,6 +90,8 @@ struct check_findings {
 	/* stage D, raw */
 	bool bitmaps_wrong, summary_wrong, clean_with_orphans;
 	bool super_copy_stale, journal_super_copy_stale; /* rewrite both copies */
+	bool file_flags_feature;  /* inodes have flags, the superblock lacks
+				     ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS */
 	uint8_t *blocks_found;  /* bit per block in use (metadata included) */
 	uint8_t *inodes_found;  /* bit per inode in use (bit i = inode i + 1) */
 	/* problems no stage handles */

@@ -3,7 +3,14 @@
  * use <=> marked in the inode bitmap.
  * Hands on: info[] (mode, links, parent, orphan flag) for every inode in
  * use, the counts of inodes, files and directories.
- * Findings: slots failing their checksum (cleared), bitmap disagreement.
+ * Also the file flags (inode/iflags.h): bits no ordfs defines, flags the
+ * inode's type may not carry (ext4_mask_flags: D on a regular file,
+ * anything but d and A on a symlink or device node; j on a directory is
+ * fine, it is inherited), and flags on an image whose superblock lacks
+ * the FILE_FLAGS feature.
+ * Findings: slots failing their checksum (cleared), bitmap disagreement,
+ * unknown flag bits (the slot rewritten without them), flags the type may
+ * not carry (cleared), the missing feature (set).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +21,7 @@
 
 #include "check_internal.h"
 #include "../cache/bcache.h"
+#include "inode/iflags.h"
 
 /* What pass 1 knows about the inode table as it walks it in order: which
  * table blocks are holes (never written: all zeros). */
@@ -71,12 +79,56 @@ static void read_ahead(struct checker *c, struct walk *w, uint64_t blockno)
 	w->ahead_to = end > blockno ? end : blockno + 1;
 }
 
+static const char *type_name(uint16_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "regular file";
+	case S_IFDIR: return "directory";
+	case S_IFLNK: return "symlink";
+	default: return "special file";
+	}
+}
+
+/* The file flags of inode ino (d decoded, unknown: bits no ordfs
+ * defines).  *feature_told: the missing feature was reported already. */
+static void check_file_flags(struct checker *c, uint32_t ino, const struct ordfs_inode *d,
+			     uint32_t unknown, bool *feature_told)
+{
+	if (unknown) {
+		problem(c, CHK_FILE_FLAGS, "inode %u has file flags no ordfs defines (0x%x)", ino,
+			unknown);
+		FX_PUSH(c, c->fx->strip_flags, ino);
+	}
+	uint32_t wrong = d->attr_flags & ~iflags_allowed(d->mode);
+	if (wrong) {
+		char letters[IFLAGS_LETTERS_LEN];
+		iflags_letters(wrong, letters);
+		problem(c, CHK_FILE_FLAGS, "inode %u (a %s) has file flags a %s cannot have: %s",
+			ino, type_name(d->mode), type_name(d->mode), letters);
+		struct check_inode_fix *fix = fx_inode(c, ino);
+		if (fix) {
+			fix->fix_flags = true;
+			fix->attr_flags = d->attr_flags & ~wrong;
+		}
+	}
+	bool has = d->attr_flags & ~wrong; /* what stays once repaired */
+	if (has && !(c->fs->sb.feature_ro_compat & ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS) &&
+	    !*feature_told) {
+		problem(c, CHK_FILE_FLAGS, "inode %u has file flags, but the superblock lacks "
+			"the file_flags feature", ino);
+		*feature_told = true;
+		if (c->fx)
+			c->fx->file_flags_feature = true;
+	}
+}
+
 void pass_inodes(struct checker *c)
 {
 	struct ordfs *fs = c->fs;
 	struct walk w = { 0 };
 	struct bitmap_cursor bitmap = { .start = fs->sb.inode_bitmap_start,
 					.blocks = fs->sb.inode_bitmap_blocks };
+	bool feature_told = false;
 	for (uint32_t ino = 1; ino <= fs->sb.inode_count; ino++) {
 		if ((ino & 4095) == 0)
 			progress(c, 1, ino, fs->sb.inode_count);
@@ -89,7 +141,8 @@ void pass_inodes(struct checker *c)
 		bool hole = block_in_hole(c, &w, blockno);
 		if (!hole)
 			read_ahead(c, &w, blockno);
-		int err = hole ? -ENOENT : inode_read_raw(fs, ino, &d);
+		uint32_t unknown_flags = 0;
+		int err = hole ? -ENOENT : inode_read_for_check(fs, ino, &d, &unknown_flags);
 		bool marked = bitmap_cursor_bit(c, &bitmap, ino - 1);
 		if (err == -EUCLEAN) {
 			problem(c, CHK_INODE_CORRUPT, "inode %u is corrupt", ino);
@@ -115,6 +168,7 @@ void pass_inodes(struct checker *c)
 		}
 		if (!used)
 			continue;
+		check_file_flags(c, ino, &d, unknown_flags, &feature_told);
 		struct inode_info *ii = info_mut(c, ino);
 		ii->in_use = true;
 		if (c->fx)

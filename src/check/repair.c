@@ -6,6 +6,7 @@
  * order (each round's check sees the previous round's result, so each
  * stage starts from a consistent picture):
  *   A. inode slots (raw writes): clear the ones failing their checksum;
+ *      rewrite without them the ones with file-flag bits no ordfs defines;
  *      truncate to nothing the ones with a damaged extent tree or
  *      directory, or blocks out of range (their data is lost; their name
  *      stays, so a damaged directory's children become unreachable and go
@@ -14,12 +15,14 @@
  *      its extents are not all in the inode or there is no room;
  *   D. the bitmaps and summary counts (raw writes), rebuilt from what the
  *      check found in use: before any stage that allocates, so a
- *      read-write mount never hands out a block in use;
+ *      read-write mount never hands out a block in use; the superblock's
+ *      FILE_FLAGS feature set when inodes have flags without it;
  *   B. names (a read-write mount, journaled): remove entries that point
  *      at nothing or at a directory reached twice, retype entries of the
  *      wrong type, link unreachable inodes into /lost+found as "#INO";
  *   C. inode fields (the same mount): link counts, '..', block counts,
- *      sizes, a damaged xattr block dropped.
+ *      sizes, a damaged xattr block dropped, file flags the inode's type
+ *      may not carry cleared.
  * Rules: never touches what the check did not flag; stops when a check is
  * clean, when only unfixable problems are left, or after MAX_ROUNDS.
  */
@@ -58,7 +61,9 @@ static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb,
 	int err = blockdev_read(bd, b, bs, blk * bs);
 	if (!err) {
 		struct ordfs_inode d;
-		if (clear || ordfs_inode_decode(b + off, ino, sb->csum_seed, &d) != 0) {
+		uint32_t unknown; /* file-flag bits: decoded without them */
+		if (clear || ordfs_inode_decode_check(b + off, ino, sb->csum_seed, &d,
+						      &unknown) != 0) {
 			memset(b + off, 0, ORDFS_INODE_SIZE);
 		} else {
 			/* Truncated to nothing: no extents, no size, no xattrs. */
@@ -147,6 +152,30 @@ static int clone_records(struct blockdev *bd, const struct ordfs_super *sb,
 	return err;
 }
 
+/* Rewrites inode ino's slot without the file-flag bits no ordfs defines
+ * (the rest as it was). */
+static int strip_unknown_flags(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(sb, ino, &blk, &off);
+	uint8_t *b = malloc(bs);
+	if (!b)
+		return -ENOMEM;
+	struct ordfs_inode d;
+	uint32_t unknown;
+	int err = blockdev_read(bd, b, bs, blk * bs);
+	if (!err)
+		err = ordfs_inode_decode_check(b + off, ino, sb->csum_seed, &d, &unknown);
+	if (!err) {
+		ordfs_inode_encode(&d, ino, sb->csum_seed, b + off); /* known flags only */
+		err = blockdev_write(bd, b, bs, blk * bs);
+	}
+	free(b);
+	return err;
+}
+
 static bool in_list(const uint32_t *v, uint32_t n, uint32_t x)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -163,6 +192,9 @@ static int stage_inodes(struct blockdev *bd, const struct ordfs_super *sb,
 		err = rewrite_inode_slot(bd, sb, f->clear_inodes.v[i], true);
 	for (uint32_t i = 0; i < f->empty_inodes.n && !err; i++, ++*fixes)
 		err = rewrite_inode_slot(bd, sb, f->empty_inodes.v[i], false);
+	for (uint32_t i = 0; i < f->strip_flags.n && !err; i++, ++*fixes)
+		if (!in_list(f->clear_inodes.v, f->clear_inodes.n, f->strip_flags.v[i]))
+			err = strip_unknown_flags(bd, sb, f->strip_flags.v[i]);
 	/* Each inode once, and not one cleared or truncated above. */
 	for (uint32_t i = 0; i < f->clone_blocks.n && !err; i++) {
 		uint32_t ino = f->clone_blocks.v[i].ino;
@@ -247,7 +279,10 @@ static int stage_bitmaps(struct blockdev *bd, const struct check_findings *f, ui
 						f->inodes_found, sb.inode_count);
 		++*fixes;
 	}
-	if (!err && (f->summary_wrong || f->bitmaps_wrong || f->clean_with_orphans)) {
+	if (!err && f->file_flags_feature)
+		sb.feature_ro_compat |= ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS;
+	if (!err && (f->summary_wrong || f->bitmaps_wrong || f->clean_with_orphans ||
+		     f->file_flags_feature)) {
 		sb.free_blocks = sb.block_count - count_bits(f->blocks_found, sb.block_count);
 		sb.free_inodes = sb.inode_count - (uint32_t)count_bits(f->inodes_found,
 								    sb.inode_count);
@@ -388,6 +423,8 @@ static int do_inode_fix(struct ordfs *fs, void *arg)
 		inode->d.blocks = fix->blocks;
 	if (fix->fix_size)
 		inode->size = inode->d.size = fix->size;
+	if (fix->fix_flags)
+		inode->d.attr_flags = fix->attr_flags;
 	err = inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
 	err = repair_stop(h, err);
 	ordfs_rwlock_unlock(&inode->lock);
@@ -507,10 +544,11 @@ int ordfs_repair(struct blockdev *bd, unsigned flags,
 		uint32_t before = out->fixes;
 		if (err)
 			;
-		else if (f.clear_inodes.n || f.empty_inodes.n || f.clone_blocks.n)
+		else if (f.clear_inodes.n || f.empty_inodes.n || f.clone_blocks.n ||
+			 f.strip_flags.n)
 			err = preen ? 0 : stage_inodes(bd, &sb, &f, &out->fixes);
 		else if (f.bitmaps_wrong || f.summary_wrong || f.clean_with_orphans ||
-			 f.super_copy_stale || f.journal_super_copy_stale)
+			 f.super_copy_stale || f.journal_super_copy_stale || f.file_flags_feature)
 			err = stage_bitmaps(bd, &f, &out->fixes);
 		else if (f.drop_entries.n || f.retype_entries.n || f.unreachable.n)
 			err = preen ? 0 : stage_mounted(bd, &f, &out->fixes);

@@ -6,7 +6,8 @@
  *
  * The op files: fuse_ops.c (names, attributes, file data, directories,
  * fallocate and lseek, init, the table), fuse_xattr.c (extended attributes
- * and ACLs), fuse_ioctl.c (ORDFS_IOC_*), open_files.c (fi->fh).  Rules as
+ * and ACLs), fuse_ioctl.c (ORDFS_IOC_*), fuse_fileattr.c (the file-flag
+ * ioctls: lsattr, chattr), open_files.c (fi->fh).  Rules as
  * in fuse_ops.c: every handler ends in exactly one reply.
  */
 #ifndef ORDFS_FUSE_GLUE_H
@@ -78,5 +79,9 @@ void op_removexattr(fuse_req_t req, fuse_ino_t node, const char *name);
 int daemon_remount(struct daemon_ctx *dc, const char *opts, char *reply, size_t replylen);
 void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_file_info *fi,
 	      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+/* The file-flag ioctls (fuse_fileattr.c): true when cmd is one of them
+ * (FS_IOC_GETFLAGS, SETFLAGS, FSGETXATTR, FSSETXATTR) and it replied. */
+bool fileattr_ioctl(fuse_req_t req, fuse_ino_t node, unsigned cmd, const void *in_buf,
+		    size_t in_bufsz, size_t out_bufsz);
 
 #endif

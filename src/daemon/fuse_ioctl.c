@@ -79,6 +79,8 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
+	if (fileattr_ioctl(req, node, (unsigned)cmd, in_buf, in_bufsz, out_bufsz))
+		return; /* lsattr, chattr: fuse_fileattr.c */
 	int err;
 	bool administers = (unsigned)cmd == ORDFS_IOC_TRIM || (unsigned)cmd == ORDFS_IOC_TEST_MARK ||
 			   (unsigned)cmd == ORDFS_IOC_TEST_FAULT || (unsigned)cmd == FS_IOC_SHUTDOWN ||

@@ -454,7 +454,9 @@ static void op_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 	int err = 0;
 	if (S_ISDIR(inode->d.mode))
 		err = -EISDIR;
-	else if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY)
+	else
+		err = ordfs_open_check(ctx_of(req)->fs, inode, fi->flags); /* chattr +i, +a */
+	if (!err && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY)
 		err = ordfs_truncate(ctx_of(req)->fs, inode, 0);
 	if (err) {
 		inode_put(ctx_of(req)->fs, inode);
@@ -525,11 +527,15 @@ static void op_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 static void op_write(fuse_req_t req, fuse_ino_t node, const char *buf, size_t size,
 		     off_t off, struct fuse_file_info *fi)
 {
-	(void)fi;
 	struct inode *inode = get_inode(req, node);
 	if (!inode)
 		return;
-	ssize_t n = ordfs_write(ctx_of(req)->fs, inode, buf, size, (uint64_t)off);
+	/* The kernel passes the file's current open flags (an append-only
+	 * file takes only O_APPEND writes, also after fcntl cleared it), and
+	 * marks the pages it writes back from its cache. */
+	unsigned how = ((fi->flags & O_APPEND) ? ORDFS_WRITE_APPEND : 0) |
+		       (fi->writepage ? ORDFS_WRITE_CACHED : 0);
+	ssize_t n = ordfs_write_by(ctx_of(req)->fs, inode, buf, size, (uint64_t)off, how);
 	inode_put(ctx_of(req)->fs, inode);
 	if (n < 0)
 		reply_result(req, (int)n);

@@ -8,6 +8,9 @@
  * anyone but root clear set-user-ID and set-group-ID as Linux does; chmod
  * of an inode with an access ACL rewrites the ACL's USER_OBJ, MASK (or
  * GROUP_OBJ) and OTHER in the same handle (acl.h), decided before it.
+ * The file flags are asked first (iflags.h): i refuses every change, a
+ * all but times set to now; with S the change is committed before
+ * setattr returns.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #include "super/super.h"
 #include "inode/pages.h"
 #include "file.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "ops.h"
 #include "xattr/acl.h"
@@ -56,6 +60,23 @@ static bool valid_time(struct ordfs_timespec t)
 	return t.nsec < 1000000000u;
 }
 
+/* May a setattr of these fields change an inode with these file flags?
+ * (notify_change, do_truncate: times set to now only need the inode not
+ * to be immutable.) */
+static int setattr_allowed(uint32_t flags, unsigned valid)
+{
+	int err = 0;
+	if (valid & ORDFS_SET_SIZE)
+		err = iflags_refuses(flags, IFLAGS_TRUNCATE);
+	bool explicit_times = ((valid & ORDFS_SET_ATIME) && !(valid & ORDFS_SET_ATIME_NOW)) ||
+			      ((valid & ORDFS_SET_MTIME) && !(valid & ORDFS_SET_MTIME_NOW));
+	if (!err && ((valid & (ORDFS_SET_MODE | ORDFS_SET_UID | ORDFS_SET_GID)) || explicit_times))
+		err = iflags_refuses(flags, IFLAGS_ATTR);
+	if (!err && (valid & (ORDFS_SET_ATIME | ORDFS_SET_MTIME)))
+		err = iflags_refuses(flags, IFLAGS_TOUCH);
+	return err;
+}
+
 static int setattr_writable(struct ordfs *fs, struct inode *inode,
 			    const struct ordfs_setattr *sa)
 {
@@ -64,10 +85,11 @@ static int setattr_writable(struct ordfs *fs, struct inode *inode,
 		return -EINVAL;
 
 	ordfs_rwlock_wrlock(&inode->lock);
-	int err = 0;
 	uint8_t *acl = NULL; /* chmod: the access ACL's new value, if it has one */
 	uint32_t acl_len = 0;
-	if (sa->valid & ORDFS_SET_MODE)
+	bool sync = iflags_sync(inode->d.attr_flags);
+	int err = setattr_allowed(inode->d.attr_flags, sa->valid);
+	if (!err && (sa->valid & ORDFS_SET_MODE))
 		err = acl_chmod_prepare(fs, inode,
 					(uint16_t)((inode->d.mode & S_IFMT) | (sa->mode & 07777)),
 					&acl, &acl_len);
@@ -130,7 +152,7 @@ static int setattr_writable(struct ordfs *fs, struct inode *inode,
 out:
 	ordfs_rwlock_unlock(&inode->lock);
 	free(acl);
-	return err;
+	return file_sync_after(fs, inode, sync, err);
 }
 
 /* A size change may dirty the EOF page: a writer for a remount,ro. */
@@ -163,6 +185,12 @@ int ordfs_drop_privs(struct ordfs *fs, struct inode *inode, const struct ordfs_c
 		return -EROFS;
 	ordfs_rwlock_wrlock(&inode->lock);
 	uint16_t mode = inode->d.mode;
+	/* Dropping set-ID bits is notify_change's ATTR_KILL_*: only an
+	 * immutable inode refuses it. */
+	if (iflags_refuses(inode->d.attr_flags, IFLAGS_TOUCH) != 0) {
+		ordfs_rwlock_unlock(&inode->lock);
+		return -EPERM;
+	}
 	if (!caller->cap_fsetid) {
 		mode &= (uint16_t)~S_ISUID;
 		if ((mode & S_IXGRP) || !acl_keeps_setgid(caller, inode->d.gid))

@@ -28,6 +28,8 @@
  *    grows unless KEEP_SIZE.
  *  - Every mode sets mtime and ctime; set-user-ID is cleared by the kernel
  *    (a setattr before the call) for callers without CAP_FSETID, as for write.
+ *  - File flags (iflags.h): i refuses every mode, a all but preallocation
+ *    (mode 0, KEEP_SIZE); with S the change is durable before it returns.
  *  - Crashes: each handle is atomic and leaves a consistent tree; a range
  *    that took several handles may be half done after a crash unless it
  *    was followed by fsync, like a long write.  Zeroed edge bytes reach the
@@ -59,6 +61,7 @@
 #include "inode/pages.h"
 #include "orphan/enospc.h"
 #include "file.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
@@ -393,7 +396,12 @@ static int fallocate_once(struct ordfs *fs, struct inode *inode, int mode, uint6
 	struct space sp = { .fs = fs, .inode = inode };
 
 	ordfs_rwlock_wrlock(&inode->lock);
-	err = pages_load(&sp);
+	/* vfs_fallocate: i refuses all of it, a all but preallocation. */
+	err = iflags_refuses(inode->d.attr_flags, (mode & ~FALLOC_FL_KEEP_SIZE)
+							  ? IFLAGS_PUNCH
+							  : IFLAGS_PREALLOCATE);
+	if (!err)
+		err = pages_load(&sp);
 	if (!err && (mode & FALLOC_FL_PUNCH_HOLE)) {
 		err = punch_hole(&sp, off, end);
 	} else if (!err && (mode & FALLOC_FL_ZERO_RANGE)) {
@@ -498,6 +506,7 @@ int ordfs_fallocate(struct ordfs *fs, struct inode *inode, int mode, uint64_t of
 	do
 		err = fallocate_once(fs, inode, mode, off, len);
 	while (ordfs_should_retry_alloc(fs, err, &retries));
+	err = file_sync_after(fs, inode, !err && iflags_sync(ordfs_get_flags(fs, inode)), err);
 	ordfs_write_exit(fs);
 	return err;
 }

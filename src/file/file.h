@@ -41,5 +41,11 @@ int file_zero_partial(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint
 int file_zero_eof_block(struct ordfs *fs, struct inode *inode);
 /* truncate(2) with the lock held. */
 int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size);
+/* After an operation changed inode (err: its result): when `sync` (the
+ * inode's S, or a directory's S or D for a change of its names, as seen
+ * under its lock during the operation), makes it durable before it
+ * returns (ordfs_fsync), as ext4 commits IS_SYNC and IS_DIRSYNC handles.
+ * No lock held.  Returns err, or the fsync's failure. */
+int file_sync_after(struct ordfs *fs, struct inode *inode, bool sync, int err);
 
 #endif

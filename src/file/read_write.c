@@ -7,7 +7,12 @@
  *    leaves the blocks to writeback (writeback/).  A writer past the
  *    dirty limit then writes back its own pages before returning.
  *  - read() serves pages first, then blocks (page_io.c), under the shared
- *    lock, and touches atime by the mount's policy without failing for it.
+ *    lock, and touches atime by the mount's policy (for the inode: A
+ *    exempts it, atime_policy_for) without failing for it.
+ *  - write() asks the file flags first (iflags.h): i refuses it, a takes
+ *    only appends, which land at the end; with S the data is made durable
+ *    (ordfs_fsync) before write() returns, as a kernel filesystem syncs
+ *    an IS_SYNC file's writes (generic_write_sync).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +23,7 @@
 #include "file.h"
 #include "ops.h"
 #include "atime/atime.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "inode/pages.h"
 #include "lock/lock.h"
@@ -29,9 +35,10 @@ bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode)
 		return true; /* no atime changes on a read-only filesystem */
 	struct atime_policy policy = fs_atime_policy(fs);
 	ordfs_rwlock_rdlock(&inode->lock);
-	bool keep = atime_reads_may_be_cached(&policy, S_ISDIR(inode->d.mode),
-					      inode->d.atime, inode->d.mtime, inode->d.ctime,
-					      ordfs_now());
+	struct atime_policy p; /* the mount's, or noatime for a file flagged A */
+	atime_policy_for(&policy, inode->d.attr_flags, &p);
+	bool keep = atime_reads_may_be_cached(&p, S_ISDIR(inode->d.mode), inode->d.atime,
+					      inode->d.mtime, inode->d.ctime, ordfs_now());
 	ordfs_rwlock_unlock(&inode->lock);
 	return keep;
 }
@@ -85,10 +92,12 @@ static ssize_t read_locked_then_atime(struct ordfs *fs, struct inode *inode, voi
 		}
 	}
 	/* The cheap check under the read lock; atime_touch decides again. */
-	struct atime_policy policy = fs_atime_policy(fs);
-	bool touch = program_read && done >= 0 && policy.mode != ATIME_NOATIME &&
-		     atime_needs_update(&policy, false, inode->d.atime, inode->d.mtime,
-					inode->d.ctime, ordfs_now());
+	struct atime_policy p;
+	struct atime_policy mount = fs_atime_policy(fs);
+	atime_policy_for(&mount, inode->d.attr_flags, &p);
+	bool touch = program_read && done >= 0 && p.mode != ATIME_NOATIME &&
+		     atime_needs_update(&p, false, inode->d.atime, inode->d.mtime, inode->d.ctime,
+					ordfs_now());
 	ordfs_rwlock_unlock(&inode->lock);
 	free(tmp);
 	if (touch)
@@ -110,19 +119,38 @@ ssize_t ordfs_read_for_write(struct ordfs *fs, struct inode *inode, void *buf, s
 ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
 		    uint64_t off)
 {
+	return ordfs_write_by(fs, inode, buf, len, off, 0);
+}
+
+/* May this write go ahead under the file's flags?  An append to an
+ * append-only file moves *off to the end.  inode->lock held. */
+static int write_allowed(struct inode *inode, unsigned how, uint64_t *off)
+{
+	uint32_t flags = inode->d.attr_flags;
+	bool appends = how & (ORDFS_WRITE_APPEND | ORDFS_WRITE_CACHED);
+	int err = iflags_refuses(flags, appends ? IFLAGS_APPEND : IFLAGS_WRITE);
+	if (!err && (flags & ORDFS_FL_APPEND) && (how & ORDFS_WRITE_APPEND))
+		*off = inode->size;
+	return err;
+}
+
+ssize_t ordfs_write_by(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
+		       uint64_t off, unsigned how)
+{
 	uint32_t bs = fs->block_size;
 	const uint8_t *in = buf;
 	ssize_t done = 0;
 	int err = 0;
 
-	if (off + len < off || off + len > (1ull << 62))
-		return -EFBIG;
 	err = ordfs_write_enter(fs); /* a remount,ro waits for this write */
 	if (err)
 		return err;
-
 	ordfs_rwlock_wrlock(&inode->lock);
-	if (off > inode->size && len > 0) /* the gap after EOF reads as zeros */
+	err = write_allowed(inode, how, &off);
+	bool sync = iflags_sync(inode->d.attr_flags);
+	if (!err && (off + len < off || off + len > (1ull << 62)))
+		err = -EFBIG;
+	if (!err && off > inode->size && len > 0) /* the gap after EOF reads as zeros */
 		err = file_zero_eof_block(fs, inode);
 	while (!err && (size_t)done < len) {
 		uint64_t pos = off + (uint64_t)done;
@@ -149,6 +177,15 @@ ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size
 	if (werr && done == 0)
 		err = werr;
 	ordfs_rwlock_unlock(&inode->lock);
+	if (done > 0 && sync) {
+		/* S: durable before it returns (the fsync's failure is also in
+		 * the file's errseq, as any writeback failure). */
+		int serr = ordfs_fsync(fs, inode, true);
+		if (serr) {
+			done = 0;
+			err = serr;
+		}
+	}
 	ordfs_write_exit(fs);
 	return done > 0 ? done : err;
 }

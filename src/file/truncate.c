@@ -17,6 +17,8 @@
  *  - Growing makes the old last block's bytes past EOF zeros first
  *    (file_zero_eof_block), then moves inode->size: a hole; d.size
  *    follows at writeback, or at once when nothing is dirty.
+ *  - truncate(2) of a file flagged i or a is refused (iflags.h); with S it
+ *    is durable before it returns.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 #include "file.h"
 #include "ops.h"
 #include "extent/extent.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "inode/pages.h"
 #include "journal/journal.h"
@@ -136,8 +139,12 @@ int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size)
 	if (err)
 		return err;
 	ordfs_rwlock_wrlock(&inode->lock);
-	err = ordfs_truncate_locked(fs, inode, size);
+	err = iflags_refuses(inode->d.attr_flags, IFLAGS_TRUNCATE);
+	bool sync = iflags_sync(inode->d.attr_flags);
+	if (!err)
+		err = ordfs_truncate_locked(fs, inode, size);
 	ordfs_rwlock_unlock(&inode->lock);
+	err = file_sync_after(fs, inode, sync, err); /* a remount,ro waits for it too */
 	ordfs_write_exit(fs);
 	return err;
 }

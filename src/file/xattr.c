@@ -14,6 +14,8 @@
  *    and XATTR_CREATE/XATTR_REPLACE do not apply to them (Linux ignores
  *    the flags for ACLs).  Setting an access ACL clears set-group-ID
  *    unless the caller is in the file's group or holds CAP_FSETID.
+ *  - A file flagged i or a refuses set and remove (xattr_permission); with
+ *    S they are durable before they return.
  */
 #include <errno.h>
 #include <string.h>
@@ -23,6 +25,8 @@
 #include "fs.h"
 #include "super/super.h"
 #include "ops.h"
+#include "file.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "lock/lock.h"
 #include "orphan/enospc.h"
@@ -76,16 +80,19 @@ int ordfs_setxattr_by(struct ordfs *fs, struct inode *inode, const char *name,
 		return -EROFS;
 	c.vlen = (uint32_t)size;
 	unsigned retries = 0;
+	bool sync = false;
 	do { /* a new attribute block may wait for freed blocks to commit */
 		ordfs_rwlock_wrlock(&inode->lock);
-		if (!xattr_ns_has_name(c.key.ns))
+		sync = iflags_sync(inode->d.attr_flags);
+		err = iflags_refuses(inode->d.attr_flags, IFLAGS_XATTR);
+		if (!err && !xattr_ns_has_name(c.key.ns))
 			err = xattr_acl_change_locked(fs, inode, &c.key, size ? value : NULL,
 						      size, caller);
-		else
+		else if (!err)
 			err = xattr_change_locked(fs, inode, &c);
 		ordfs_rwlock_unlock(&inode->lock);
 	} while (ordfs_should_retry_alloc(fs, err, &retries));
-	return err;
+	return file_sync_after(fs, inode, sync, err);
 }
 
 int ordfs_removexattr(struct ordfs *fs, struct inode *inode, const char *name)
@@ -98,12 +105,14 @@ int ordfs_removexattr(struct ordfs *fs, struct inode *inode, const char *name)
 	if (ordfs_writable(fs) != 0) /* read-only, remounted ro or aborted */
 		return -EROFS;
 	ordfs_rwlock_wrlock(&inode->lock);
-	if (!xattr_ns_has_name(c.key.ns))
+	bool sync = iflags_sync(inode->d.attr_flags);
+	err = iflags_refuses(inode->d.attr_flags, IFLAGS_XATTR);
+	if (!err && !xattr_ns_has_name(c.key.ns))
 		err = xattr_acl_change_locked(fs, inode, &c.key, NULL, 0, NULL);
-	else
+	else if (!err)
 		err = xattr_change_locked(fs, inode, &c);
 	ordfs_rwlock_unlock(&inode->lock);
-	return err;
+	return file_sync_after(fs, inode, sync, err);
 }
 
 ssize_t ordfs_getxattr(struct ordfs *fs, struct inode *inode, const char *name, void *value,

@@ -320,6 +320,7 @@ void ordfs_inode_encode(const struct ordfs_inode *ino, uint32_t inum, uint32_t c
 	le_put32(out + 96, ino->next_orphan);
 	le_put32(out + 100, ino->rdev);
 	le_put32(out + 104, ino->parent);
+	le_put32(out + 108, ino->attr_flags);
 	memcpy(out + ORDFS_INODE_DATA_OFF, ino->data, ORDFS_INODE_DATA_LEN);
 	ordfs_inode_csum_set(out, inum, csum_seed);
 }
@@ -334,7 +335,16 @@ void ordfs_inode_patch_next_orphan(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum,
 int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 		       uint32_t csum_seed, struct ordfs_inode *ino)
 {
+	uint32_t unknown;
+	int err = ordfs_inode_decode_check(in, inum, csum_seed, ino, &unknown);
+	return err ? err : unknown ? -EUCLEAN : 0;
+}
+
+int ordfs_inode_decode_check(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
+			     uint32_t csum_seed, struct ordfs_inode *ino, uint32_t *unknown)
+{
 	memset(ino, 0, sizeof(*ino));
+	*unknown = 0;
 	if (le_get32(in + 252) != inode_csum(in, inum, csum_seed))
 		return -EUCLEAN;
 	ino->mode = le_get16(in + 0);
@@ -353,6 +363,8 @@ int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 	ino->next_orphan = le_get32(in + 96);
 	ino->rdev = le_get32(in + 100);
 	ino->parent = le_get32(in + 104);
+	uint32_t attr = le_get32(in + 108);
+	ino->attr_flags = attr & ORDFS_FL_KNOWN;
 	memcpy(ino->data, in + ORDFS_INODE_DATA_OFF, ORDFS_INODE_DATA_LEN);
 
 	if (ino->atime.nsec >= 1000000000u || ino->mtime.nsec >= 1000000000u ||
@@ -362,6 +374,7 @@ int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 		return -EUCLEAN;
 	if (ino->size > (1ull << 62))
 		return -EUCLEAN;
+	*unknown = attr & ~ORDFS_FL_KNOWN;
 	return 0;
 }
 

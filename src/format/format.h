@@ -60,7 +60,13 @@
 #define ORDFS_FEATURE_COMPAT_SUPPORTED 0u
 #define ORDFS_FEATURE_INCOMPAT_RECOVER 0x1u  /* journal needs replay */
 #define ORDFS_FEATURE_INCOMPAT_SUPPORTED (ORDFS_FEATURE_INCOMPAT_RECOVER)
-#define ORDFS_FEATURE_RO_COMPAT_SUPPORTED 0u
+/* Some inode has file flags (chattr) in its attr_flags word (offset 108):
+ * an ordfs that does not know them would ignore them (write to an
+ * immutable file) and drop them from every inode it rewrites, so it may
+ * only mount read-only.  Set in the handle that first stores a flag, never
+ * cleared. */
+#define ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS 0x1u
+#define ORDFS_FEATURE_RO_COMPAT_SUPPORTED (ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS)
 
 /* Superblock state bits (s_state). */
 #define ORDFS_STATE_CLEAN 0x1u  /* unmounted cleanly */
@@ -333,7 +339,8 @@ struct ordfs_extent {
  *    96  4  next_orphan   next inode on the orphan list
  *   100  4  rdev          device number for block/char nodes
  *   104  4  parent        directories: inode of ".."
- *   108  4  reserved
+ *   108  4  attr_flags    file flags (chattr): ORDFS_FL_*, the Linux
+ *                         FS_*_FL values; other bits must be zero
  *   112 128 data          extent root node (8 + 5 * 24 bytes), or the
  *                         target of a fast symlink (< 128 bytes)
  *   240 12  reserved
@@ -351,6 +358,23 @@ struct ordfs_extent {
 #define ORDFS_INODE_ORPHAN 0x2u       /* on the orphan list */
 #define ORDFS_INODE_FLAGS_KNOWN (ORDFS_INODE_FAST_SYMLINK | ORDFS_INODE_ORPHAN)
 
+/* File flags (attr_flags, offset 108): what chattr sets and lsattr shows,
+ * stored as the Linux FS_*_FL values (linux/fs.h; src/inode/iflags.c
+ * checks that they agree), so the on-disk word is what FS_IOC_GETFLAGS
+ * answers.  Which ones an inode of a given type may carry, and what each
+ * refuses, is src/inode/iflags.h's.  Any of them sets the superblock's
+ * ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS. */
+#define ORDFS_FL_SYNC 0x00000008u         /* S: changes durable before they return */
+#define ORDFS_FL_IMMUTABLE 0x00000010u    /* i: no change at all */
+#define ORDFS_FL_APPEND 0x00000020u       /* a: data only appended */
+#define ORDFS_FL_NODUMP 0x00000040u       /* d: kept and shown only */
+#define ORDFS_FL_NOATIME 0x00000080u      /* A: reads leave atime alone */
+#define ORDFS_FL_JOURNAL_DATA 0x00004000u /* j: the file's data goes through the log */
+#define ORDFS_FL_DIRSYNC 0x00010000u      /* D: name changes durable before they return */
+#define ORDFS_FL_KNOWN                                                                 \
+	(ORDFS_FL_SYNC | ORDFS_FL_IMMUTABLE | ORDFS_FL_APPEND | ORDFS_FL_NODUMP |       \
+	 ORDFS_FL_NOATIME | ORDFS_FL_JOURNAL_DATA | ORDFS_FL_DIRSYNC)
+
 struct ordfs_inode {
 	uint16_t mode;
 	uint32_t uid;
@@ -365,6 +389,7 @@ struct ordfs_inode {
 	uint32_t next_orphan;
 	uint32_t rdev;
 	uint32_t parent;
+	uint32_t attr_flags; /* ORDFS_FL_* */
 	uint8_t data[ORDFS_INODE_DATA_LEN];
 };
 
@@ -377,9 +402,16 @@ void ordfs_inode_csum_set(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum, uint32_t
 /* Rewrites only next_orphan (offset 96) of an encoded slot, and its checksum. */
 void ordfs_inode_patch_next_orphan(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum,
 				   uint32_t csum_seed, uint32_t next);
-/* 0, or -EUCLEAN (bad checksum, nsec >= 10^9, unknown flags, ...). */
+/* 0, or -EUCLEAN (bad checksum, nsec >= 10^9, unknown flags or file
+ * flags, ...). */
 int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 		       uint32_t csum_seed, struct ordfs_inode *ino);
+/* For the checker: as ordfs_inode_decode, but file-flag bits no ordfs
+ * defines do not fail the slot: they are left out of ino->attr_flags and
+ * returned in *unknown (0: none), so a slot whose only fault they are can
+ * be repaired without losing the file. */
+int ordfs_inode_decode_check(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
+			     uint32_t csum_seed, struct ordfs_inode *ino, uint32_t *unknown);
 
 /* Where inode `inum` lives: block number and byte offset in that block. */
 static inline void ordfs_inode_location(const struct ordfs_super *sb, uint32_t inum,

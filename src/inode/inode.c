@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "fs.h"
+#include "iflags.h"
 #include "inode.h"
 #include "pages.h"
 #include "alloc/alloc.h"
@@ -164,6 +165,15 @@ static bool slot_is_zero(const uint8_t *raw)
 
 int inode_read_raw(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out)
 {
+	uint32_t unknown;
+	int err = inode_read_for_check(fs, ino, out, &unknown);
+	return err ? err : unknown ? -EUCLEAN : 0;
+}
+
+int inode_read_for_check(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out,
+			 uint32_t *unknown_flags)
+{
+	*unknown_flags = 0;
 	if (ino == 0 || ino > fs->sb.inode_count)
 		return -EINVAL;
 	uint64_t blk;
@@ -177,7 +187,8 @@ int inode_read_raw(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out)
 	if (slot_is_zero(b->data + off))
 		err = -ENOENT;
 	else
-		err = ordfs_inode_decode(b->data + off, ino, fs->csum_seed, out);
+		err = ordfs_inode_decode_check(b->data + off, ino, fs->csum_seed, out,
+					       unknown_flags);
 	if (!err && out->mode == 0)
 		err = -ENOENT;
 	bcache_put(fs->cache, b);
@@ -285,7 +296,13 @@ int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out)
 	cache_hash(ic, fresh);
 	ordfs_mutex_unlock(&ic->lock);
 
-	int err = inode_read_raw(fs, ino, &fresh->d);
+	uint32_t unknown_flags;
+	int err = inode_read_for_check(fs, ino, &fresh->d, &unknown_flags);
+	/* File-flag bits no ordfs defines make the inode corrupt, except in
+	 * the checker's own mount, which reads past them (its pass 1 reports
+	 * them; the repair strips them) so the other passes see the file. */
+	if (!err && unknown_flags && !fs->opts.check_mode)
+		err = -EUCLEAN;
 	if (!err) {
 		fresh->size = fresh->d.size;
 		/* What changed this inode before it was last dropped from
@@ -482,6 +499,8 @@ int inode_write(struct ordfs *fs, struct handle *h, struct inode *inode, unsigne
 	int err = slot_for_write(fs, h, inode, &b, &off);
 	if (err)
 		return err;
+	/* A bit no ordfs defines would make the slot corrupt. */
+	ORDFS_ASSERT_CHEAP(!(inode->d.attr_flags & ~ORDFS_FL_KNOWN));
 	ordfs_mutex_lock(&inode->raw_lock);
 	ordfs_inode_encode(&inode->d, inode->ino, fs->csum_seed, b->data + off);
 	ordfs_mutex_unlock(&inode->raw_lock);
@@ -532,6 +551,8 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal,
 	fresh->d.rdev = init->rdev;
 	fresh->d.links = init->links;
 	fresh->d.parent = init->parent;
+	ORDFS_ASSERT(!(init->attr_flags & ~iflags_allowed(init->mode)));
+	fresh->d.attr_flags = init->attr_flags;
 	fresh->d.atime = fresh->d.mtime = fresh->d.ctime = fresh->d.crtime = now;
 	if (getrandom(&fresh->d.generation, sizeof(fresh->d.generation), GRND_NONBLOCK) < 0)
 		fresh->d.generation = (uint32_t)now.nsec ^ ino;

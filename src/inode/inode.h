@@ -118,6 +118,9 @@ struct inode_init {
 	uint32_t rdev;
 	uint32_t links;   /* what the name the caller adds will make it */
 	uint32_t parent;  /* directories: the one it is created in */
+	uint32_t attr_flags; /* file flags (iflags_inherited from the
+				directory); the caller has made sure the
+				superblock has their feature */
 };
 
 /* Allocates and initialises a new inode and writes it under h.  It is
@@ -147,5 +150,11 @@ int inode_evict_unlinked(struct ordfs *fs);
 
 /* Reads an inode straight from the table without caching (checker). */
 int inode_read_raw(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out);
+/* The same, but file-flag bits no ordfs defines are returned in
+ * *unknown_flags (left out of out->attr_flags) instead of failing it
+ * (ordfs_inode_decode_check): the checker repairs them without losing
+ * the file. */
+int inode_read_for_check(struct ordfs *fs, uint32_t ino, struct ordfs_inode *out,
+			 uint32_t *unknown_flags);
 
 #endif

@@ -11,6 +11,11 @@
  *    symlink); a longer one in blocks mapped like a file's.
  *  - A create that finds no space retries after freed blocks commit
  *    (orphan/enospc.h).
+ *  - File flags (iflags.h): an immutable directory takes no new name; a
+ *    new inode inherits the directory's S, D, A, d and j as far as its
+ *    type may carry them (setting the superblock's feature in the same
+ *    handle if need be); in a directory flagged D or S the create is
+ *    durable before it returns.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +32,7 @@
 #include "orphan/enospc.h"
 #include "atime/atime.h"
 #include "file/file.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
@@ -38,6 +44,7 @@
 #include "xattr/xattr.h"
 #include "orphan/orphan.h"
 #include "base/log.h"
+#include "base/ordfs_assert.h"
 #include "lock/lock.h"
 
 /* What a new inode is made of besides its mode. */
@@ -137,7 +144,7 @@ static void init_owner(struct inode_init *init, const struct inode *dir,
 
 static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 		       const struct new_inode *ni, const struct ordfs_cred *cred,
-		       struct inode **out)
+		       struct inode **out, bool *dirsync)
 {
 	size_t len = strlen(name);
 	uint32_t existing;
@@ -161,6 +168,10 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 		err = err ? err : -EEXIST;
 		goto out_unlock;
 	}
+	err = iflags_refuses(dir->d.attr_flags, IFLAGS_DIR_ADD);
+	if (err)
+		goto out_unlock;
+	*dirsync = iflags_dirsync(dir->d.attr_flags);
 	err = acl_inherit_prepare(fs, dir, ni->mode, ni->umask, &ai);
 	if (!err) {
 		nacls = inherited_values(&ai, acls);
@@ -178,15 +189,26 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 			goto out_unlock;
 	}
 	err = journal_start(fs->journal,
-			    dir_credits(fs, dir) + 6 + symlink_credits(fs, ni->target) +
+			    dir_credits(fs, dir) + 7 + symlink_credits(fs, ni->target) +
 				    (nacls ? xattr_credits(fs) : 0),
 			    &h);
 	if (err) {
 		alloc_unreserve(fs->alloc, reserved);
 		goto out_unlock;
 	}
-	struct inode_init init = { .mode = ai.mode, .rdev = ni->rdev };
+	struct inode_init init = { .mode = ai.mode, .rdev = ni->rdev,
+				   .attr_flags = iflags_inherited(dir->d.attr_flags, ai.mode) };
 	init_owner(&init, dir, cred);
+	/* The feature is there already (the directory has flags); nothing
+	 * is written then.  First, so a failure changes nothing. */
+	if (init.attr_flags)
+		err = ordfs_super_require_ro_compat(fs, h, ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS);
+	ORDFS_ASSERT(err || !init.attr_flags ||
+		     ordfs_super_has_ro_compat(fs, ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS));
+	if (err) {
+		alloc_unreserve(fs->alloc, reserved);
+		goto out_stop;
+	}
 	if (S_ISDIR(ni->mode)) {
 		init.links = 2;
 		init.parent = dir->ino;
@@ -264,9 +286,17 @@ static int create_common(struct ordfs *fs, struct inode *dir, const char *name,
 {
 	int err;
 	unsigned retries = 0;
+	bool dirsync = false;
 	do
-		err = create_once(fs, dir, name, ni, cred, out);
+		err = create_once(fs, dir, name, ni, cred, out, &dirsync);
 	while (ordfs_should_retry_alloc(fs, err, &retries));
+	if (err || !dirsync)
+		return err;
+	err = file_sync_after(fs, dir, true, 0);
+	if (err) {
+		inode_put(fs, *out); /* made, maybe not durable: the caller sees the error */
+		*out = NULL;
+	}
 	return err;
 }
 

@@ -20,6 +20,11 @@
  *    directory's lock (acl_inherit_prepare: the directory's default ACL,
  *    or else the caller's umask); its xattr block comes out of a block
  *    reserved beforehand, so only I/O can fail after the name is added.
+ *  - File flags (iflags.h), asked under the locks before the handle: an
+ *    inode flagged i or a loses no name and gets no new one; a directory
+ *    flagged i takes no new name and a or i loses none; a change of names
+ *    in a directory flagged D or S is durable before it returns
+ *    (file_sync_after).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +42,7 @@
 #include "orphan/enospc.h"
 #include "atime/atime.h"
 #include "file/file.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
@@ -141,7 +147,7 @@ int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_em
 /* ---- link -------------------------------------------------------------------- */
 
 static int link_once(struct ordfs *fs, struct inode *inode, struct inode *newdir,
-		     const char *newname)
+		     const char *newname, bool *dirsync)
 {
 	size_t len = strlen(newname);
 	uint32_t existing;
@@ -157,7 +163,11 @@ static int link_once(struct ordfs *fs, struct inode *inode, struct inode *newdir
 		err = -ENOENT; /* the directory or the file was removed */
 	} else if (inode->d.links >= ORDFS_LINK_MAX) {
 		err = -EMLINK;
+	} else if ((err = iflags_refuses(inode->d.attr_flags, IFLAGS_LINK)) ||
+		   (err = iflags_refuses(newdir->d.attr_flags, IFLAGS_DIR_ADD))) {
+		; /* vfs_link, may_create */
 	} else {
+		*dirsync = iflags_dirsync(newdir->d.attr_flags);
 		err = dir_lookup(fs, newdir, newname, len, &existing, NULL);
 		err = err == -ENOENT ? 0 : err ? err : -EEXIST;
 	}
@@ -191,10 +201,11 @@ int ordfs_link(struct ordfs *fs, struct inode *inode, struct inode *newdir, cons
 {
 	int err;
 	unsigned retries = 0;
+	bool dirsync = false;
 	do /* the new name may need a new directory block */
-		err = link_once(fs, inode, newdir, newname);
+		err = link_once(fs, inode, newdir, newname, &dirsync);
 	while (ordfs_should_retry_alloc(fs, err, &retries));
-	return err;
+	return file_sync_after(fs, newdir, dirsync, err);
 }
 
 /* ---- unlink and rmdir ------------------------------------------------------ */
@@ -218,6 +229,7 @@ static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, 
 	uint32_t ino;
 	struct inode *child = NULL;
 	struct handle *h;
+	bool dirsync = false;
 
 	int err = namei_check_change_in_dir(fs, dir, name, len);
 	if (err)
@@ -230,7 +242,10 @@ static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, 
 	if (err)
 		goto out_unlock;
 	ordfs_rwlock_wrlock(&child->lock);
-	if (want_dir && !namei_is_dir(child))
+	if ((err = iflags_refuses(dir->d.attr_flags, IFLAGS_DIR_REMOVE)) ||
+	    (err = iflags_refuses(child->d.attr_flags, IFLAGS_UNLINK)))
+		; /* may_delete asks before it looks at the types */
+	else if (want_dir && !namei_is_dir(child))
 		err = -ENOTDIR;
 	else if (!want_dir && namei_is_dir(child))
 		err = -EISDIR;
@@ -238,6 +253,7 @@ static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, 
 		int empty = dir_is_empty(fs, child);
 		err = empty < 0 ? empty : empty ? 0 : -ENOTEMPTY;
 	}
+	dirsync = iflags_dirsync(dir->d.attr_flags);
 	if (err)
 		goto out_unlock_child;
 
@@ -264,7 +280,7 @@ out_unlock:
 	ordfs_rwlock_unlock(&dir->lock);
 	if (child)
 		inode_put(fs, child); /* the last reference frees an unlinked inode */
-	return err;
+	return file_sync_after(fs, dir, dirsync, err);
 }
 
 int ordfs_unlink(struct ordfs *fs, struct inode *dir, const char *name)

@@ -10,6 +10,12 @@
  *    names, link counts and ".." change in one handle.
  *  - A file replaced by a rename over it has its data written back first
  *    when it was written without fsync (the replace-via-rename pattern).
+ *  - File flags (iflags.h, may_delete and may_create): neither the moved
+ *    inode nor the one it replaces may be flagged i or a; the old
+ *    directory, and the new one when a name there is replaced, may be
+ *    neither; the new one takes a new name unless flagged i.  Asked with
+ *    every inode locked.  A rename in a directory flagged D or S is
+ *    durable before it returns.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +33,7 @@
 #include "orphan/enospc.h"
 #include "atime/atime.h"
 #include "file/file.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "ops.h"
 #include "alloc/alloc.h"
@@ -192,6 +199,22 @@ static int exchange_apply(struct ordfs *fs, struct handle *h, struct rename_ctx 
 	return err;
 }
 
+/* May the file flags of the four inodes have this rename (an exchange
+ * has a dst)?  Every one of them locked. */
+static int rename_flags_allow(const struct rename_ctx *rc)
+{
+	int err = iflags_refuses(rc->olddir->d.attr_flags, IFLAGS_DIR_REMOVE);
+	if (!err)
+		err = iflags_refuses(rc->src->d.attr_flags, IFLAGS_UNLINK);
+	if (!err && rc->dst)
+		err = iflags_refuses(rc->newdir->d.attr_flags, IFLAGS_DIR_REMOVE);
+	if (!err && rc->dst)
+		err = iflags_refuses(rc->dst->d.attr_flags, IFLAGS_UNLINK);
+	if (!err && !rc->dst)
+		err = iflags_refuses(rc->newdir->d.attr_flags, IFLAGS_DIR_ADD);
+	return err;
+}
+
 static void lock_pair(struct inode *a, struct inode *b)
 {
 	if (!b || a == b) {
@@ -211,7 +234,8 @@ static void unlock_pair(struct inode *a, struct inode *b)
 }
 
 static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldname,
-		       struct inode *newdir, const char *newname, unsigned flags)
+		       struct inode *newdir, const char *newname, unsigned flags,
+		       struct inode **sync_dir)
 {
 	struct rename_ctx rc = { olddir, newdir, NULL, NULL, oldname, newname,
 				 strlen(oldname), strlen(newname) };
@@ -256,6 +280,14 @@ static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldna
 		goto out;
 
 	lock_pair(rc.src, rc.dst);
+	err = rename_flags_allow(&rc);
+	if (err) {
+		unlock_pair(rc.src, rc.dst);
+		goto out;
+	}
+	*sync_dir = iflags_dirsync(olddir->d.attr_flags)   ? olddir
+		    : iflags_dirsync(newdir->d.attr_flags) ? newdir
+							   : NULL;
 	if (rc.dst && S_ISREG(rc.src->d.mode) && pages_has_dirty(rc.src)) {
 		/* auto_da_alloc, as ext4: "write a new file, rename it over the
 		 * old one" without fsync must never leave an empty file.  The
@@ -292,8 +324,11 @@ int ordfs_rename(struct ordfs *fs, struct inode *olddir, const char *oldname,
 {
 	int err;
 	unsigned retries = 0;
+	struct inode *sync_dir = NULL; /* a directory flagged D or S */
 	do /* the new name may need a new directory block */
-		err = rename_once(fs, olddir, oldname, newdir, newname, flags);
+		err = rename_once(fs, olddir, oldname, newdir, newname, flags, &sync_dir);
 	while (ordfs_should_retry_alloc(fs, err, &retries));
-	return err;
+	/* Both directories changed in one handle: either one's fsync waits
+	 * for it. */
+	return file_sync_after(fs, sync_dir, sync_dir != NULL, err);
 }

@@ -33,6 +33,29 @@ int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h)
 	return err;
 }
 
+int ordfs_super_require_ro_compat(struct ordfs *fs, struct handle *h, uint32_t feature)
+{
+	int err = 0;
+	ordfs_mutex_lock(&fs->sb_lock);
+	uint32_t old = fs->sb.feature_ro_compat;
+	if ((old & feature) != feature) {
+		fs->sb.feature_ro_compat = old | feature;
+		err = ordfs_write_super_journaled(fs, h);
+		if (err)
+			fs->sb.feature_ro_compat = old;
+	}
+	ordfs_mutex_unlock(&fs->sb_lock);
+	return err;
+}
+
+bool ordfs_super_has_ro_compat(struct ordfs *fs, uint32_t feature)
+{
+	ordfs_mutex_lock(&fs->sb_lock);
+	bool has = (fs->sb.feature_ro_compat & feature) == feature;
+	ordfs_mutex_unlock(&fs->sb_lock);
+	return has;
+}
+
 int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *sb,
 		     const char **why)
 {

@@ -32,6 +32,14 @@ int ordfs_clear_error_state(struct blockdev *bd, bool *cleared);
 
 /* Writes the in-memory superblock into block 0 under h.  sb_lock held. */
 int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h);
+/* Sets ro_compat feature bit(s) `feature` in the superblock, in block 0
+ * under h (one credit), unless they are set already (then nothing is
+ * written).  Takes sb_lock.  The change commits with whatever in h needs
+ * the feature, so no image holds the one without the other. */
+int ordfs_super_require_ro_compat(struct ordfs *fs, struct handle *h, uint32_t feature);
+/* Are ro_compat feature bit(s) `feature` set in the superblock in memory?
+ * Takes sb_lock (for asserts). */
+bool ordfs_super_has_ro_compat(struct ordfs *fs, uint32_t feature);
 
 /* Run-time errors (errors.c).  ordfs_error_corruption: a checksum or
  * structure check failed while mounted; applies errors= (continue: record

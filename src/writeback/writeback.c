@@ -20,6 +20,10 @@
  *  - inode->size is the size users see; d.size (on disk) becomes
  *    inode->size once the data below it is written back, and never covers
  *    bytes written in place that are not yet ordered (route.h).
+ *  - The data mode is the mount's, or data=journal for a file flagged j
+ *    (chattr +j, iflags.h), whatever the mount says: ext4's per-file data
+ *    journaling.  The routes need nothing else per file: coherence and
+ *    revokes of freed data blocks hold in every mode.
  *  - data=journal: each page is copied into the block's cache buffer under
  *    the handle that maps it (or, for mapped blocks, a handle of its own),
  *    logged and committed with its metadata, home only at checkpoint.  A
@@ -42,6 +46,7 @@
 #include "blockdev/blockdev.h"
 #include "cache/bcache.h"
 #include "extent/extent.h"
+#include "inode/iflags.h"
 #include "inode/inode.h"
 #include "inode/pages.h"
 #include "journal/journal.h"
@@ -376,6 +381,14 @@ static int update_disk_size(struct ordfs *fs, struct inode *inode)
 	return err ? err : serr;
 }
 
+/* The data mode the inode's pages are written back by: the mount's, or
+ * data=journal for a file flagged j. */
+static enum journal_data_mode data_mode_of(const struct ordfs *fs, const struct inode *inode)
+{
+	return iflags_journals_data(inode->d.attr_flags) ? JOURNAL_DATA_JOURNAL
+							 : fs->opts.data_mode;
+}
+
 /* Writes back the inode's pages, lowest first, at most max_pages of them;
  * see writeback_file_locked. */
 static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited,
@@ -393,7 +406,7 @@ static int writeback_pages(struct ordfs *fs, struct inode *inode, bool waited,
 	uint64_t st_blocks = pages_st_blocks(inode);
 
 	struct wb_route_facts facts = {
-		.mode = fs->opts.data_mode,
+		.mode = data_mode_of(fs, inode),
 		.waited = waited,
 		.small = n * fs->block_size <= LOG_SMALL_BYTES,
 	};

@@ -285,6 +285,26 @@ check "dump.ordfs: says which bitmap block" \
 	grep -q "1 block bitmap block failed verification, the first at block 1025" out.txt
 check "dump.ordfs: the rest is still printed" grep -q "^Inodes in use: " out.txt
 
+# ---- dump.ordfs -i: one inode, its file flags ----------------------------
+
+"$MKFS" -q -F -U 6f726466-7300-4000-8000-000000000001 img 32M
+"$CORRUPT" populate img >/dev/null
+check "dump.ordfs -i 2: the root directory" \
+	bash -c '"$1" -i 2 img | grep -q "^Type: *directory$"' _ "$DUMP"
+check "dump.ordfs -i 2: no file flags" bash -c '"$1" -i 2 img | grep -q "^File flags: *- (0x0)$"' _ "$DUMP"
+"$CORRUPT" img flags-type 1 >/dev/null # inode 10 (a file) gets D and d
+check "dump.ordfs -i: a file's flags as chattr letters" \
+	bash -c '"$1" -i 10 img | grep -q "^File flags: *Dd (0x10040)$"' _ "$DUMP"
+check "dump.ordfs -i: says D is not for a file" \
+	bash -c '"$1" -i 10 img | grep -q "not for a regular file"' _ "$DUMP"
+check "dump.ordfs -i of a free inode: exit 1" test "$(status_of "$DUMP" -i 4000 img)" -eq 1
+check "dump.ordfs -i 0: a usage error" test "$(status_of "$DUMP" -i 0 img)" -eq 1
+"$FSCK" -fy img >/dev/null 2>&1 || true # exit 1: corrected
+check "after fsck.ordfs -fy: d stays, D goes" \
+	bash -c '"$1" -i 10 img | grep -q "^File flags: *d (0x40)$"' _ "$DUMP"
+check "after fsck.ordfs -fy: the superblock has the feature" \
+	test "$(dump_field "Filesystem features")" = "file_flags"
+
 # ---- with the real daemon -------------------------------------------------
 
 fuse_reason=

@@ -247,7 +247,7 @@ static bool always_detectable(enum corrupt_kind k)
 	       k == CORRUPT_FILE_SIZE || k == CORRUPT_BLOCK_COUNT || k == CORRUPT_EXTENT_RANGE ||
 	       k == CORRUPT_EXTENT_DUP || k == CORRUPT_DIR_PARENT || k == CORRUPT_ORPHAN_HEAD ||
 	       k == CORRUPT_XATTR_BITS || k == CORRUPT_IBITMAP_FREE || k == CORRUPT_XATTR_RANGE ||
-	       k == CORRUPT_DIR_HARDLINK;
+	       k == CORRUPT_DIR_HARDLINK || k == CORRUPT_FLAGS_UNKNOWN || k == CORRUPT_FLAGS_TYPE;
 }
 
 /* The populated image a kind of damage is applied to (the journal kinds
@@ -423,6 +423,7 @@ static unsigned max_lost(enum corrupt_kind k)
 	case CORRUPT_DIR_ZERO: case CORRUPT_DIR_BITS: case CORRUPT_DIR_CSUM:
 	case CORRUPT_BLOCK_COUNT: case CORRUPT_DIR_PARENT: case CORRUPT_ORPHAN_HEAD:
 	case CORRUPT_XATTR_BITS: case CORRUPT_IBITMAP_FREE: case CORRUPT_XATTR_RANGE:
+	case CORRUPT_FLAGS_UNKNOWN: case CORRUPT_FLAGS_TYPE:
 		return 0;
 	case CORRUPT_EXTENT_DUP: case CORRUPT_FILE_SIZE: case CORRUPT_EXTENT_RANGE:
 		return 1;

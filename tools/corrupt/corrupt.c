@@ -30,7 +30,8 @@ static const char *const kind_names[CORRUPT_KINDS] = {
 	"dir-bits",     "dir-csum",      "extent-csum",  "bitmap-free",  "bitmap-bits",
 	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
-	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",
+	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
+	"flags-type",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -297,6 +298,12 @@ static int change_raw(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_ki
 	}
 	if (kind == CORRUPT_INODE_CSUM) {
 		scribble(j, raw, 0, ORDFS_INODE_SIZE - 4);
+	} else if (kind == CORRUPT_FLAGS_UNKNOWN) {
+		/* Linux flags ordfs does not keep (compression, extents, ...), or
+		 * bits nobody defines. */
+		static const uint32_t unknown[] = { 0x4, 0x80000, 0x800, 0x100000, 0x80000000u };
+		uint32_t bits = unknown[below(&j->rng, sizeof(unknown) / sizeof(unknown[0]))];
+		le_put32(raw + 108, le_get32(raw + 108) | bits);
 	} else {
 		static const uint32_t counts[] = { 0, 1, 2, 3, 65000, 65535, 0xffffffffu };
 		uint32_t links = counts[below(&j->rng, sizeof(counts) / sizeof(counts[0]))];
@@ -345,6 +352,9 @@ static int change_field(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_
 	}
 	case CORRUPT_XATTR_RANGE:
 		d.xattr_block = j->sb.block_count + 1 + below(&j->rng, 1000);
+		break;
+	case CORRUPT_FLAGS_TYPE:
+		d.attr_flags |= ORDFS_FL_DIRSYNC | ORDFS_FL_NODUMP;
 		break;
 	default: /* CORRUPT_DIR_PARENT */
 		d.parent = d.parent == ORDFS_ROOT_INO ? ino : ORDFS_ROOT_INO;
@@ -635,6 +645,12 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		break;
 	case CORRUPT_DIR_HARDLINK:
 		err = damage_dir_hardlink(&j, bd);
+		break;
+	case CORRUPT_FLAGS_UNKNOWN:
+		err = change_inode_slot(&j, &f.files, kind, change_raw, &f);
+		break;
+	case CORRUPT_FLAGS_TYPE:
+		err = change_inode_slot(&j, &f.files, kind, change_field, &f);
 		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);

@@ -48,6 +48,11 @@ enum corrupt_kind {
 				    mount, through the journal) */
 	CORRUPT_SUPER_TORN,      /* one sector copy of the superblock or of the
 				  * journal superblock garbage (a torn write) */
+	CORRUPT_FLAGS_UNKNOWN,   /* file-flag bits no ordfs defines on a file
+				    (valid checksum) */
+	CORRUPT_FLAGS_TYPE,      /* a regular file flagged D (and d), which only
+				    a directory may carry, on an image without
+				    the file_flags feature (valid checksum) */
 	CORRUPT_KINDS
 };
 

@@ -3,10 +3,12 @@
  * the superblock, the journal, and how each area of the image is used.
  *
  *   dump.ordfs [-h] IMAGE
+ *   dump.ordfs -i INODE IMAGE
  *
  * Owns: the command line, the journal and area sections of the listing,
  * and the exit status.  The superblock lines are show_super.c's (shared
- * with tune.ordfs -l); counting bitmap bits is bitmap_count.c's; the
+ * with tune.ordfs -l); one inode (-i, its file flags among its fields)
+ * is show_inode.c's; counting bitmap bits is bitmap_count.c's; the
  * option loop (--help, --version), the usage errors and the size and UUID
  * formatters are shared with mkfs.ordfs and tune.ordfs (tools/common/cli.c).
  *
@@ -40,6 +42,7 @@
 #include "journal/journal.h"
 #include "super/owner.h"
 #include "bitmap_count.h"
+#include "show_inode.h"
 #include "show_super.h"
 
 #define PROG "dump.ordfs"
@@ -48,6 +51,7 @@
 struct dump_options {
 	const char *image;
 	bool header_only; /* -h */
+	uint32_t inode;   /* -i INODE: only that inode (0: none) */
 };
 
 /* What one run found; `damaged` decides the exit status. */
@@ -68,8 +72,8 @@ static int parse_option(int c, const char *arg, void *ctx);
 /* -h is "header only" (as dumpe2fs -h), so --help is only the long option. */
 static const struct cli tool = {
 	.prog = PROG,
-	.usage = "[-h] IMAGE",
-	.shortopts = ":hV",
+	.usage = "[-h] [-i INODE] IMAGE",
+	.shortopts = ":hi:V",
 	.help_val = 'H',
 	.print_help = print_help,
 	.parse_option = parse_option,
@@ -77,7 +81,7 @@ static const struct cli tool = {
 
 static void print_help(void)
 {
-	printf("Usage: " PROG " [-h] IMAGE\n"
+	printf("Usage: " PROG " [-h] [-i INODE] IMAGE\n"
 	       "Print what an ordfs image holds: the superblock, the journal (and what a\n"
 	       "replay would do), and how the image's areas are used, counted from the\n"
 	       "bitmaps.  The image is only read; a mounted image can be dumped, but the\n"
@@ -85,6 +89,8 @@ static void print_help(void)
 	       "\n"
 	       "Options:\n"
 	       "  -h              only the superblock and the journal superblock\n"
+	       "  -i INODE        only inode INODE: type, mode, owner, size, times, and\n"
+	       "                  its file flags as chattr letters (lsattr's)\n"
 	       "  --help          this help\n"
 	       "  -V, --version   print the version\n"
 	       "\n"
@@ -95,9 +101,19 @@ static void print_help(void)
 static int parse_option(int c, const char *arg, void *ctx)
 {
 	struct dump_options *o = ctx;
-	(void)arg; /* no option of dump.ordfs takes one */
 	switch (c) {
 	case 'h': o->header_only = true; return 0;
+	case 'i': {
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(arg, &end, 0);
+		if (errno || end == arg || *end || n == 0 || n > UINT32_MAX) {
+			cli_usage_error(&tool, "invalid inode number '%s'", arg);
+			return -1;
+		}
+		o->inode = (uint32_t)n;
+		return 0;
+	}
 	default: return -1;
 	}
 }
@@ -376,6 +392,12 @@ int main(int argc, char **argv)
 	if (open_image(&d) != 0) {
 		blockdev_destroy(d.bd);
 		return EXIT_FAILED;
+	}
+	if (o.inode) {
+		int err = show_inode(stdout, d.bd, &d.sb, o.inode);
+		blockdev_destroy(d.bd);
+		fflush(stdout);
+		return err ? EXIT_FAILED : 0;
 	}
 	show_super(stdout, &d.sb);
 	show_super_copies(&d);

@@ -66,8 +66,13 @@ static void show_features(FILE *out, const struct ordfs_super *sb)
 		fprintf(out, "%sincompat 0x%" PRIx32, any ? " " : "", incompat);
 		any = true;
 	}
-	if (sb->feature_ro_compat) {
-		fprintf(out, "%sro_compat 0x%" PRIx32, any ? " " : "", sb->feature_ro_compat);
+	if (sb->feature_ro_compat & ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS) {
+		fprintf(out, "%sfile_flags", any ? " " : "");
+		any = true;
+	}
+	uint32_t ro_compat = sb->feature_ro_compat & ~ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS;
+	if (ro_compat) {
+		fprintf(out, "%sro_compat 0x%" PRIx32, any ? " " : "", ro_compat);
 		any = true;
 	}
 	fprintf(out, "%s\n", any ? "" : "(none)");
