@@ -270,7 +270,7 @@ static int validate_image(struct blockdev *bd, const struct ordfs_super *image_s
 		logmsg(LOG_ERR, "journal superblock is corrupt (run fsck.ordfs)");
 		return need;
 	}
-	if (need && o->fs.readonly) {
+	if (need && o->fs.readonly) { /* replay_for_readonly failed to empty it */
 		logmsg(LOG_ERR, "journal needs recovery; mount read-write or run fsck.ordfs");
 		return -EROFS;
 	}
@@ -280,6 +280,43 @@ static int validate_image(struct blockdev *bd, const struct ordfs_super *image_s
 		return -EUCLEAN;
 	}
 	return 0;
+}
+
+/* A read-only mount of an image whose journal needs replay replays it
+ * first, as ext4 does ("write access will be enabled during recovery"):
+ * the image opened read-write (and claimed) for the replay alone, then
+ * closed.  0, or the error already logged. */
+static int replay_for_readonly(const struct daemon_options *o)
+{
+	struct daemon_options rw = *o;
+	rw.fs.readonly = false;
+	struct blockdev *bd;
+	if (open_image(&rw, &bd) != 0) {
+		logmsg(LOG_ERR, "the journal needs recovery and the image cannot be written for "
+		       "it: mount read-write or run fsck.ordfs");
+		return -EROFS;
+	}
+	struct ordfs_super sb;
+	int err = read_image_super(bd, &sb);
+	struct owner_claim *claim = NULL;
+	if (!err)
+		err = claim_image(&rw, bd, &sb, &claim);
+	struct journal_recovery_info info;
+	if (!err) {
+		err = journal_recover(bd, &sb, 0, &info);
+		if (!err)
+			err = blockdev_flush(bd);
+		if (err)
+			logmsg(LOG_ERR, "journal recovery for the read-only mount failed: %s",
+			       strerror(-err));
+		else
+			logmsg(LOG_NOTICE, "recovered the journal before mounting read-only: %u "
+			       "transactions replayed", info.transactions);
+	}
+	if (claim)
+		owner_release(claim);
+	blockdev_destroy(bd);
+	return err;
 }
 
 /* ---- detaching ---------------------------------------------------------- */
@@ -451,6 +488,15 @@ int main(int argc, char **argv)
 		logmsg(LOG_ERR, "%s", err_msg);
 		blockdev_destroy(bd);
 		return 1;
+	}
+	if (o.fs.readonly && journal_needs_recovery(bd, &sb) > 0) {
+		blockdev_destroy(bd); /* its lock would keep the replay out */
+		if (replay_for_readonly(&o) != 0 || open_image(&o, &bd) != 0)
+			return 1;
+		if (read_image_super(bd, &sb) != 0) {
+			blockdev_destroy(bd);
+			return 1;
+		}
 	}
 	if (validate_image(bd, &sb, &o) != 0) {
 		blockdev_destroy(bd);
