@@ -14,6 +14,7 @@
 #include "hostfs.h"
 #include "blockdev.h"
 #include "base/log.h"
+#include "base/mountinfo.h"
 
 static uint64_t now_ns(void)
 {
@@ -97,22 +98,6 @@ void hostfs_state(struct hostfs *h, bool fresh, struct blockdev_host *out)
 			  (unsigned long long)(out->host_free >> 20));
 }
 
-/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *out = s;
-	for (char *in = s; *in; in++) {
-		if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' &&
-		    in[3] >= '0' && in[3] <= '7') {
-			*out++ = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
-			in += 3;
-		} else {
-			*out++ = *in;
-		}
-	}
-	*out = '\0';
-}
-
 /* Is mount point m path itself or a directory above it? */
 static bool above(const char *m, const char *path)
 {
@@ -120,6 +105,36 @@ static bool above(const char *m, const char *path)
 	if (strcmp(m, "/") == 0)
 		return path[0] == '/';
 	return strncmp(m, path, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+struct mount_point_ctx {
+	const char *path;
+	char want_dev[32];
+	char *mnt, *type;
+	size_t mnt_len, type_len;
+	size_t best;   /* the longest mount point above path so far */
+	bool best_dev; /* ... on path's device */
+	bool found;
+};
+
+/* The longest mount point above path, on its device if one is (a btrfs
+ * subvolume's st_dev is not its mount's). */
+static bool mount_point_one(const struct mountinfo_entry *e, void *ctx)
+{
+	struct mount_point_ctx *c = ctx;
+	if (!above(e->mountpoint, c->path))
+		return true;
+	bool same_dev = strcmp(e->dev, c->want_dev) == 0;
+	size_t len = strlen(e->mountpoint);
+	/* Later lines are mounts on top: >= keeps the newest. */
+	if ((same_dev && !c->best_dev) || (same_dev == c->best_dev && len >= c->best)) {
+		c->best = len;
+		c->best_dev = same_dev;
+		snprintf(c->mnt, c->mnt_len, "%s", e->mountpoint);
+		snprintf(c->type, c->type_len, "%s", e->type);
+		c->found = true;
+	}
+	return true;
 }
 
 int hostfs_mount_point(const char *path, char *mnt, size_t mnt_len, char *type,
@@ -130,45 +145,9 @@ int hostfs_mount_point(const char *path, char *mnt, size_t mnt_len, char *type,
 	struct stat st;
 	if (stat(path, &st) != 0)
 		return -errno;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -errno;
-	char want_dev[32];
-	snprintf(want_dev, sizeof(want_dev), "%u:%u", major(st.st_dev), minor(st.st_dev));
-	/* The longest mount point above path, on its device if one is (a
-	 * btrfs subvolume's st_dev is not its mount's). */
-	size_t best = 0;
-	bool best_dev = false;
-	int err = -ENOENT;
-	char line[3 * PATH_MAX];
-	while (fgets(line, sizeof(line), f)) {
-		/* id parent major:minor root mountpoint options... - type source superopts */
-		char *dash = strstr(line, " - ");
-		if (!dash)
-			continue;
-		*dash = '\0';
-		char *save = NULL, *field[5];
-		int n = 0;
-		for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
-			field[n++] = t;
-		if (n < 5)
-			continue;
-		unescape(field[4]);
-		if (!above(field[4], path))
-			continue;
-		bool same_dev = strcmp(field[2], want_dev) == 0;
-		size_t len = strlen(field[4]);
-		/* Later lines are mounts on top: >= keeps the newest. */
-		if ((same_dev && !best_dev) || (same_dev == best_dev && len >= best)) {
-			best = len;
-			best_dev = same_dev;
-			char *tsave = NULL;
-			char *fstype = strtok_r(dash + 3, " ", &tsave);
-			snprintf(mnt, mnt_len, "%s", field[4]);
-			snprintf(type, type_len, "%s", fstype ? fstype : "?");
-			err = 0;
-		}
-	}
-	fclose(f);
-	return err;
+	struct mount_point_ctx c = { .path = path, .mnt = mnt, .mnt_len = mnt_len, .type = type,
+				     .type_len = type_len };
+	snprintf(c.want_dev, sizeof(c.want_dev), "%u:%u", major(st.st_dev), minor(st.st_dev));
+	int err = mountinfo_each(mount_point_one, &c);
+	return err ? err : c.found ? 0 : -ENOENT;
 }

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "image_lock.h"
-#include "mountinfo.h"
+#include "base/mountinfo.h"
 #include "../blockdev/blockdev.h"
 
 int image_lock_wait(struct blockdev *bd, const char *image, unsigned timeout_ms)

@@ -39,7 +39,7 @@
 #include "options.h"
 #include "utab.h"
 #include "image_lock.h"
-#include "mountinfo.h"
+#include "base/mountinfo.h"
 #include "remount_client.h"
 #include "readahead.h"
 #include "test_hooks.h"

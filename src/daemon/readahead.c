@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mountinfo.h"
+#include "base/mountinfo.h"
 #include "readahead.h"
 
 int daemon_set_read_ahead(const char *mountpoint, unsigned kb)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "remount_client.h"
-#include "mountinfo.h"
+#include "base/mountinfo.h"
 #include "../ordfs_ioctl.h"
 
 /* The kernel's per-mount flags a remount keeps or sets (mount(2)). */

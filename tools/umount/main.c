@@ -47,7 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/daemon/mountinfo.h"
+#include "base/mountinfo.h"
 #include "blockdev/blockdev.h"
 #include "super/owner.h"
 
