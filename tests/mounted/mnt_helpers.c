@@ -502,6 +502,20 @@ static void print_problem(void *ctx, enum check_problem code, const char *msg)
 	fprintf(stderr, "checker (%s): [%d] %s\n", (const char *)ctx, (int)code, msg);
 }
 
+bool mnt_image_in_use(struct mnt *m)
+{
+	struct blockdev *bd;
+	int err = blockdev_file_open(m->image, BLOCKDEV_READONLY, &bd);
+	ck_assert_msg(err == 0, "open %s: %s", m->image, strerror(-err));
+	struct ordfs_super sb;
+	const char *why = "";
+	err = ordfs_read_super(bd, false, &sb, &why);
+	blockdev_destroy(bd);
+	ck_assert_msg(err == 0, "superblock: %s", why);
+	return (sb.feature_incompat & ORDFS_FEATURE_INCOMPAT_RECOVER) &&
+	       !(sb.state & ORDFS_STATE_CLEAN);
+}
+
 void mnt_check(struct mnt *m)
 {
 	struct blockdev *bd;

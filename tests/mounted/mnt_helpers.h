@@ -126,6 +126,9 @@ void mnt_start_env(struct mnt *m, const char *opts, const char *envvar);
 void mnt_start(struct mnt *m, const char *opts);
 /* fusermount3 -u; the daemon must exit 0 and the mount be gone. */
 void mnt_stop(struct mnt *m);
+/* Is the image in use as a crash would leave it: RECOVER set, CLEAN
+ * clear (the next mount replays)?  Read from the image file. */
+bool mnt_image_in_use(struct mnt *m);
 /* Runs the checker on the image: no problem, superblock clean, journal
  * empty. */
 void mnt_check(struct mnt *m);

@@ -35,9 +35,6 @@
 
 #include "mnt_helpers.h"
 #include "ordfs_ioctl.h"
-#include "blockdev/blockdev.h"
-#include "format/format.h"
-#include "super/super.h"
 
 static const char *ctl_bin(void)
 {
@@ -61,18 +58,6 @@ static void remount_ok(struct mnt *m, const char *opts)
 		      r.err);
 }
 
-/* The options in force, as ordfsctl stats shows them. */
-static void options_in_force(struct mnt *m, char *out, size_t len) /* len <= 256 */
-{
-	struct ordfs_stats st;
-	int fd = open(m->mountpoint, O_RDONLY | O_DIRECTORY);
-	MNT_OK(fd);
-	MNT_OK(ioctl(fd, ORDFS_IOC_STATS, &st));
-	close(fd);
-	st.options[sizeof(st.options) - 1] = '\0';
-	snprintf(out, len, "%.255s", st.options);
-}
-
 static struct ordfs_stats stats_of(struct mnt *m)
 {
 	struct ordfs_stats st;
@@ -81,6 +66,14 @@ static struct ordfs_stats stats_of(struct mnt *m)
 	MNT_OK(ioctl(fd, ORDFS_IOC_STATS, &st));
 	close(fd);
 	return st;
+}
+
+/* The options in force, as ordfsctl stats shows them (len <= 256). */
+static void options_in_force(struct mnt *m, char *out, size_t len)
+{
+	struct ordfs_stats st = stats_of(m);
+	st.options[sizeof(st.options) - 1] = '\0';
+	snprintf(out, len, "%.255s", st.options);
 }
 
 /* Is `opt` one of the comma-separated options of list? */
@@ -121,19 +114,6 @@ static void kernel_options(struct mnt *m, char *out, size_t len)
 	ck_assert_msg(out[0], "%s is not in mountinfo", m->mountpoint);
 }
 
-/* RECOVER set and CLEAN clear: the image is in use (a crash replays). */
-static bool image_in_use(struct mnt *m)
-{
-	struct blockdev *bd;
-	ck_assert_int_eq(blockdev_file_open(m->image, BLOCKDEV_READONLY, &bd), 0);
-	struct ordfs_super sb;
-	const char *why = "";
-	ck_assert_msg(ordfs_read_super(bd, false, &sb, &why) == 0, "superblock: %s", why);
-	blockdev_destroy(bd);
-	return (sb.feature_incompat & ORDFS_FEATURE_INCOMPAT_RECOVER) &&
-	       !(sb.state & ORDFS_STATE_CLEAN);
-}
-
 static void write_fsync(const char *path, size_t len, uint64_t seed)
 {
 	uint8_t *buf = malloc(len);
@@ -166,14 +146,14 @@ START_TEST(test_remount_ro_and_rw)
 	mnt_write_pattern(mnt_path(&m, "unsynced"), 200000, 2, 0644);
 	int wfd = open(mnt_path(&m, "unsynced"), O_RDONLY);
 	MNT_OK(wfd);
-	ck_assert(image_in_use(&m));
+	ck_assert(mnt_image_in_use(&m));
 
 	remount_ok(&m, "ro");
 	char k[256];
 	kernel_options(&m, k, sizeof(k));
 	ck_assert_msg(has_opt(k, "ro"), "the kernel still shows %s", k);
 	expect_option(&m, "ro");
-	ck_assert_msg(!image_in_use(&m), "the image is not clean after remount,ro");
+	ck_assert_msg(!mnt_image_in_use(&m), "the image is not clean after remount,ro");
 	ck_assert_int_eq(create_errno(mnt_path(&m, "new")), EROFS);
 	errno = 0;
 	ck_assert(open(mnt_path(&m, "synced"), O_WRONLY) < 0 && errno == EROFS);
@@ -186,7 +166,7 @@ START_TEST(test_remount_ro_and_rw)
 	kernel_options(&m, k, sizeof(k));
 	ck_assert_msg(has_opt(k, "rw"), "the kernel still shows %s", k);
 	expect_option(&m, "rw");
-	ck_assert_msg(image_in_use(&m), "the image is not marked in use after remount,rw");
+	ck_assert_msg(mnt_image_in_use(&m), "the image is not marked in use after remount,rw");
 	write_fsync(mnt_path(&m, "after"), 100000, 3);
 	mnt_expect_pattern(mnt_path(&m, "after"), 100000, 3);
 	close(wfd);
@@ -232,7 +212,7 @@ START_TEST(test_kill9_after_remount_ro)
 	mnt_run(argv, NULL, &r);
 	ck_assert_msg(r.status == 0, "fsck.ordfs -fn after kill -9 of a ro remount: exit %d: %s",
 		      r.status, r.err);
-	ck_assert(!image_in_use(&m));
+	ck_assert(!mnt_image_in_use(&m));
 	mnt_start(&m, NULL);
 	for (unsigned i = 0; i < 6; i++)
 		mnt_expect_pattern(mnt_path(&m, "synced%u", i), 50000 + i * 7777, 10 + i);
@@ -414,7 +394,7 @@ START_TEST(test_ro_mount_replays_the_journal)
 	for (unsigned i = 0; i < 4; i++)
 		write_fsync(mnt_path(&m, "synced%u", i), 70000 + i, 40 + i);
 	mnt_kill9(&m);
-	ck_assert(image_in_use(&m));
+	ck_assert(mnt_image_in_use(&m));
 	mnt_start(&m, "ro");
 	char k[256];
 	kernel_options(&m, k, sizeof(k));

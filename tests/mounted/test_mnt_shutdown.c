@@ -30,9 +30,6 @@
 
 #include "mnt_helpers.h"
 #include "ordfs_ioctl.h"
-#include "blockdev/blockdev.h"
-#include "format/format.h"
-#include "super/super.h"
 
 #define SYNCED 8          /* fsync'd files, 40 KiB each */
 #define SYNCED_LEN (40u * 1024u)
@@ -106,20 +103,6 @@ static void expect_eio(int rc, const char *what)
 		      rc < 0 ? strerror(errno) : "it worked");
 }
 
-/* Does the image say its journal must be replayed (RECOVER set, not
- * clean), as a power cut leaves it? */
-static bool needs_replay(struct mnt *m)
-{
-	struct blockdev *bd;
-	ck_assert_int_eq(blockdev_file_open(m->image, BLOCKDEV_READONLY, &bd), 0);
-	struct ordfs_super sb;
-	const char *why = "";
-	ck_assert_msg(ordfs_read_super(bd, false, &sb, &why) == 0, "superblock: %s", why);
-	blockdev_destroy(bd);
-	return (sb.feature_incompat & ORDFS_FEATURE_INCOMPAT_RECOVER) &&
-	       !(sb.state & ORDFS_STATE_CLEAN);
-}
-
 static void shutdown_with(uint32_t how)
 {
 	struct mnt m;
@@ -166,7 +149,7 @@ static void shutdown_with(uint32_t how)
 
 	/* The unmount works and leaves the journal to the next mount. */
 	mnt_stop(&m);
-	ck_assert_msg(needs_replay(&m), "%s: the unmount after the shutdown marked the image "
+	ck_assert_msg(mnt_image_in_use(&m), "%s: the unmount after the shutdown marked the image "
 		      "clean", how_name[how]);
 	mnt_start(&m, NULL);
 	expect_synced(&m);
