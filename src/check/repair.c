@@ -48,8 +48,17 @@
 
 /* ---- stage A: inode slots ---------------------------------------------------- */
 
+/* What stage A does to an inode slot. */
+enum slot_rewrite {
+	SLOT_CLEAR,       /* zero it */
+	SLOT_EMPTY,       /* keep the inode, truncated to nothing (zeroed if it
+			     does not decode) */
+	SLOT_STRIP_FLAGS, /* keep it all but the file-flag bits no ordfs
+			     defines (the decoder leaves them out) */
+};
+
 static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino,
-			      bool clear)
+			      enum slot_rewrite how)
 {
 	uint32_t bs = ordfs_block_size(sb);
 	uint64_t blk;
@@ -62,19 +71,26 @@ static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb,
 	if (!err) {
 		struct ordfs_inode d;
 		uint32_t unknown; /* file-flag bits: decoded without them */
-		if (clear || ordfs_inode_decode_check(b + off, ino, sb->csum_seed, &d,
-						      &unknown) != 0) {
+		int derr = how == SLOT_CLEAR ? -EUCLEAN
+					     : ordfs_inode_decode_check(b + off, ino, sb->csum_seed,
+									&d, &unknown);
+		if (derr && how == SLOT_STRIP_FLAGS) {
+			err = derr;
+		} else if (derr) {
 			memset(b + off, 0, ORDFS_INODE_SIZE);
 		} else {
-			/* Truncated to nothing: no extents, no size, no xattrs. */
-			ordfs_extent_root_init(d.data);
-			d.flags &= ~ORDFS_INODE_FAST_SYMLINK;
-			d.size = 0;
-			d.blocks = 0;
-			d.xattr_block = 0;
+			if (how == SLOT_EMPTY) {
+				/* Truncated to nothing: no extents, no size, no xattrs. */
+				ordfs_extent_root_init(d.data);
+				d.flags &= ~ORDFS_INODE_FAST_SYMLINK;
+				d.size = 0;
+				d.blocks = 0;
+				d.xattr_block = 0;
+			}
 			ordfs_inode_encode(&d, ino, sb->csum_seed, b + off);
 		}
-		err = blockdev_write(bd, b, bs, blk * bs);
+		if (!err)
+			err = blockdev_write(bd, b, bs, blk * bs);
 	}
 	free(b);
 	return err;
@@ -148,31 +164,7 @@ static int clone_records(struct blockdev *bd, const struct ordfs_super *sb,
 	free(b);
 	free(data);
 	if (err == -ENOSPC)
-		err = rewrite_inode_slot(bd, sb, ino, false); /* nowhere to copy to */
-	return err;
-}
-
-/* Rewrites inode ino's slot without the file-flag bits no ordfs defines
- * (the rest as it was). */
-static int strip_unknown_flags(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino)
-{
-	uint32_t bs = ordfs_block_size(sb);
-	uint64_t blk;
-	uint32_t off;
-	ordfs_inode_location(sb, ino, &blk, &off);
-	uint8_t *b = malloc(bs);
-	if (!b)
-		return -ENOMEM;
-	struct ordfs_inode d;
-	uint32_t unknown;
-	int err = blockdev_read(bd, b, bs, blk * bs);
-	if (!err)
-		err = ordfs_inode_decode_check(b + off, ino, sb->csum_seed, &d, &unknown);
-	if (!err) {
-		ordfs_inode_encode(&d, ino, sb->csum_seed, b + off); /* known flags only */
-		err = blockdev_write(bd, b, bs, blk * bs);
-	}
-	free(b);
+		err = rewrite_inode_slot(bd, sb, ino, SLOT_EMPTY); /* nowhere to copy to */
 	return err;
 }
 
@@ -189,12 +181,12 @@ static int stage_inodes(struct blockdev *bd, const struct ordfs_super *sb,
 {
 	int err = 0;
 	for (uint32_t i = 0; i < f->clear_inodes.n && !err; i++, ++*fixes)
-		err = rewrite_inode_slot(bd, sb, f->clear_inodes.v[i], true);
+		err = rewrite_inode_slot(bd, sb, f->clear_inodes.v[i], SLOT_CLEAR);
 	for (uint32_t i = 0; i < f->empty_inodes.n && !err; i++, ++*fixes)
-		err = rewrite_inode_slot(bd, sb, f->empty_inodes.v[i], false);
+		err = rewrite_inode_slot(bd, sb, f->empty_inodes.v[i], SLOT_EMPTY);
 	for (uint32_t i = 0; i < f->strip_flags.n && !err; i++, ++*fixes)
 		if (!in_list(f->clear_inodes.v, f->clear_inodes.n, f->strip_flags.v[i]))
-			err = strip_unknown_flags(bd, sb, f->strip_flags.v[i]);
+			err = rewrite_inode_slot(bd, sb, f->strip_flags.v[i], SLOT_STRIP_FLAGS);
 	/* Each inode once, and not one cleared or truncated above. */
 	for (uint32_t i = 0; i < f->clone_blocks.n && !err; i++) {
 		uint32_t ino = f->clone_blocks.v[i].ino;
