@@ -176,8 +176,8 @@ static bool inflight_covers(const struct guard *g, uint64_t blockno)
 }
 
 /* Removes entries for which drop(e) is true. */
-static void table_remove_if(struct guard *g, bool (*drop)(const struct retained *, uint64_t),
-			    uint64_t arg)
+static void table_remove_if(struct guard *g,
+			    bool (*drop)(const struct retained *, const void *), const void *arg)
 {
 	for (uint64_t i = 0; i < g->buckets; i++) {
 		struct retained **pp = &g->table[i];
@@ -194,9 +194,9 @@ static void table_remove_if(struct guard *g, bool (*drop)(const struct retained 
 	}
 }
 
-static bool written_before(const struct retained *e, uint64_t seq)
+static bool written_before(const struct retained *e, const void *seq)
 {
-	return e->seq <= seq && !e->stale;
+	return e->seq <= *(const uint64_t *)seq && !e->stale;
 }
 
 /* The last write sequence a flush starting now covers: every write that
@@ -210,7 +210,7 @@ static uint64_t covered_seq(const struct guard *g)
 	return seq;
 }
 
-static bool always(const struct retained *e, uint64_t unused)
+static bool always(const struct retained *e, const void *unused)
 {
 	(void)e;
 	(void)unused;
@@ -232,22 +232,15 @@ static void forget_range(struct guard *g, uint64_t first, uint64_t n, uint64_t s
 	}
 }
 
-/* Drops every copy of a block in [first, end), walking the table. */
-static void forget_blocks_in(struct guard *g, uint64_t first, uint64_t end)
+/* [first, end) of block numbers, for table_remove_if. */
+struct block_range {
+	uint64_t first, end;
+};
+
+static bool in_range(const struct retained *e, const void *range)
 {
-	for (uint64_t i = 0; i < g->buckets; i++) {
-		struct retained **pp = &g->table[i];
-		while (*pp) {
-			struct retained *e = *pp;
-			if (e->blockno >= first && e->blockno < end) {
-				*pp = e->next;
-				free(e);
-				g->count--;
-			} else {
-				pp = &e->next;
-			}
-		}
-	}
+	const struct block_range *r = range;
+	return e->blockno >= r->first && e->blockno < r->end;
 }
 
 /* ---- device operations -------------------------------------------------- */
@@ -525,7 +518,7 @@ static int flush_upto(struct guard *g, uint64_t token)
 		/* Not a failure: the backing store has no flush at all. */
 		bool first = !g->cannot_flush;
 		g->cannot_flush = true;
-		table_remove_if(g, always, 0);
+		table_remove_if(g, always, NULL);
 		ordfs_mutex_unlock(&g->lock);
 		ordfs_mutex_unlock(&g->flush_lock);
 		if (first)
@@ -549,7 +542,7 @@ static int flush_upto(struct guard *g, uint64_t token)
 		g->good_start = start;
 		g->unflushed_failure = false;
 		if (g->cfg.retain)
-			table_remove_if(g, written_before, before);
+			table_remove_if(g, written_before, &before);
 	}
 	ordfs_mutex_unlock(&g->lock);
 	ordfs_mutex_unlock(&g->flush_lock);
@@ -593,7 +586,7 @@ int flush_guard_set_policy(struct blockdev *bd, enum flush_error_policy policy, 
 	g->cfg.policy = policy;
 	g->cfg.retain = retain;
 	if (!retain)
-		table_remove_if(g, always, 0); /* nothing will drop or use them */
+		table_remove_if(g, always, NULL); /* nothing will drop or use them */
 	ordfs_mutex_unlock(&g->lock);
 	ordfs_mutex_unlock(&g->flush_lock);
 	/* Writes made before without copies: flushed now, with the new
@@ -615,7 +608,7 @@ uint64_t flush_guard_mark(struct blockdev *bd)
 static void guard_destroy(struct blockdev *bd)
 {
 	struct guard *g = to_guard(bd);
-	table_remove_if(g, always, 0);
+	table_remove_if(g, always, NULL);
 	free(g->table);
 	free(g->inflight);
 	ordfs_mutex_destroy(&g->lock);
@@ -642,8 +635,8 @@ static int guard_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 		ordfs_mutex_lock(&g->lock);
 		if (g->count >= end - first)
 			forget_range(g, first, end - first, UINT64_MAX);
-		else if (g->count)
-			forget_blocks_in(g, first, end); /* fewer copies than blocks */
+		else if (g->count) /* fewer copies than blocks: walk the table */
+			table_remove_if(g, in_range, &(struct block_range){ first, end });
 		ordfs_mutex_unlock(&g->lock);
 	}
 	return blockdev_discard(g->inner, off, len);
