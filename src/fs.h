@@ -64,6 +64,16 @@ struct ordfs_options {
 	 * inode's lock: it must not call back into the filesystem. */
 	void (*attr_changed)(void *ctx, uint32_t ino);
 	void *attr_changed_ctx;
+	/* readonly on a device the caller opened read-write: the journal is
+	 * opened read-only (nothing is written), so that a remount can make
+	 * the filesystem read-write as ext4's does (mount/remount.c). */
+	bool rw_capable;
+	/* Called by that remount before it writes anything, with remount_lock
+	 * held: the daemon claims the image's owner record, as a read-write
+	 * mount does at its start.  0, or an error with *why set.  NULL:
+	 * nothing to claim. */
+	int (*claim_for_write)(void *ctx, const char **why);
+	void *claim_ctx;
 };
 
 void ordfs_options_default(struct ordfs_options *opts);
@@ -84,7 +94,7 @@ struct ordfs {
 	uint32_t block_size;
 	uint32_t csum_seed;
 	struct bcache *cache;
-	struct journal *journal; /* NULL when mounted read-only */
+	struct journal *journal; /* NULL when mounted read-only without rw_capable */
 	struct alloc *alloc;
 	struct inode_cache *icache;
 	struct journal_recovery_info recovery; /* what the mount replayed */
@@ -102,6 +112,10 @@ struct ordfs {
 	bool remounted_ro;
 	uint32_t writers_in;
 	struct ordfs_mutex remount_lock; /* one remount at a time */
+	/* Mounted read-only with opts.rw_capable and not read-write since:
+	 * what a read-write mount does at its start (the orphan list, the
+	 * log's host space, the owner record) is still to do (remount_lock). */
+	bool rw_start_pending;
 
 	/* alloc/ (discard.c) */
 	bool discard_off;             /* the backend refused a discard (atomic) */

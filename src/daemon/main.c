@@ -166,10 +166,9 @@ static void on_fatal(void *ctx, int err)
 
 /* ---- the image -------------------------------------------------------- */
 
-static unsigned image_flags(const struct daemon_options *o)
+static unsigned image_flags(const struct daemon_options *o, bool readonly)
 {
-	unsigned flags = o->fs.readonly ? BLOCKDEV_READONLY
-					: BLOCKDEV_WRITE_BEHIND | BLOCKDEV_DIRECT_BULK;
+	unsigned flags = readonly ? BLOCKDEV_READONLY : BLOCKDEV_WRITE_BEHIND | BLOCKDEV_DIRECT_BULK;
 	if (!o->fs.barrier)
 		flags |= BLOCKDEV_NO_FLUSH_OK;
 	if (o->nbd_nofua)
@@ -177,11 +176,23 @@ static unsigned image_flags(const struct daemon_options *o)
 	return flags;
 }
 
-static int open_image(const struct daemon_options *o, struct blockdev **out)
+/* Opens the image and takes its lock.  A read-only mount asks for
+ * read-write first (main sets o->fs.rw_capable to try it), so that a
+ * remount can make it read-write later: the filesystem writes nothing
+ * until then (mount.c).  Where the image cannot be written (its mode, a
+ * read-only host filesystem or NBD export) it is opened read-only and
+ * rw_capable cleared, so later opens (after the fork) do the same. */
+static int open_image(struct daemon_options *o, struct blockdev **out)
 {
 	char why[300];
-	int err = blockdev_open_image(o->image, image_flags(o), o->nbd_timeout_ms, out, why,
-				      sizeof(why));
+	bool readonly = o->fs.readonly && !o->fs.rw_capable;
+	int err = blockdev_open_image(o->image, image_flags(o, readonly), o->nbd_timeout_ms, out,
+				      why, sizeof(why));
+	if (err && !readonly && o->fs.readonly) {
+		o->fs.rw_capable = false;
+		err = blockdev_open_image(o->image, image_flags(o, true), o->nbd_timeout_ms, out,
+					  why, sizeof(why));
+	}
 	if (err) {
 		logmsg(LOG_ERR, "cannot open: %s", why);
 		return err;
@@ -201,7 +212,7 @@ static int open_image(const struct daemon_options *o, struct blockdev **out)
 
 /* Opens the NBD export again after the fork and checks it is the image
  * that was validated (same size, same superblock). */
-static int reopen_image(const struct daemon_options *o, const struct ordfs_super *sb,
+static int reopen_image(struct daemon_options *o, const struct ordfs_super *sb,
 			struct blockdev **out)
 {
 	if (open_image(o, out) != 0)
@@ -232,6 +243,26 @@ static void on_owner_lost(void *ctx)
 	logmsg(LOG_CRIT, "another program claimed the image while this daemon held it: "
 	       "nothing more is written to it");
 	on_fatal(NULL, -EBUSY);
+}
+
+/* The image's owner record: claimed at the start of a read-write mount
+ * (claim_image), or by the first remount to read-write of a read-only
+ * one (claim_for_write, on a FUSE worker while the loop runs; main reads
+ * it again after the loop has joined its workers). */
+static struct owner_claim *image_claim;
+
+static int claim_for_write(void *ctx, const char **why)
+{
+	static char why_buf[300]; /* under the filesystem's remount_lock */
+	const struct ordfs *fs = *(struct ordfs *const *)ctx;
+	if (image_claim)
+		return 0;
+	struct owner_opts oo = { .program = "ordfs", .lost = on_owner_lost };
+	int err = owner_take(owned_image, fs->sb.block_count, fs->block_size, &oo, true,
+			     &image_claim, why_buf, sizeof(why_buf));
+	if (err)
+		*why = why_buf;
+	return err;
 }
 
 /* Claims the owner record of a read-write image (the heartbeat starts
@@ -290,6 +321,7 @@ static int replay_for_readonly(const struct daemon_options *o)
 {
 	struct daemon_options rw = *o;
 	rw.fs.readonly = false;
+	rw.fs.rw_capable = false;
 	struct blockdev *bd;
 	if (open_image(&rw, &bd) != 0) {
 		logmsg(LOG_ERR, "the journal needs recovery and the image cannot be written for "
@@ -475,6 +507,7 @@ int main(int argc, char **argv)
 	will_detach = !o.foreground;
 
 	struct blockdev *bd;
+	o.fs.rw_capable = o.fs.readonly; /* try read-write (open_image) */
 	if (open_image(&o, &bd) != 0)
 		return 1;
 	struct ordfs_super sb;
@@ -502,7 +535,6 @@ int main(int argc, char **argv)
 		blockdev_destroy(bd);
 		return 1;
 	}
-	struct owner_claim *claim = NULL;
 	bool mounted = false; /* ordfs_mount succeeded */
 	/* An NBD connection is a thread and a socket: it does not survive the
 	 * fork.  It is opened again in the process that serves. */
@@ -549,10 +581,10 @@ int main(int argc, char **argv)
 	set_read_ahead(&o, mountpoint_abs);
 	/* Claimed once nothing else can refuse the start (a refused run
 	 * leaves the image as it was). */
-	if (claim_image(&o, image_bd, &sb, &claim) != 0)
+	if (claim_image(&o, image_bd, &sb, &image_claim) != 0)
 		goto out_unmount;
 	if (reopen) {
-		owner_set_device(claim, NULL);
+		owner_set_device(image_claim, NULL);
 		blockdev_destroy(image_bd);
 		bd = image_bd = NULL;
 	}
@@ -574,14 +606,16 @@ int main(int argc, char **argv)
 		image_bd = bd; /* no test hooks over NBD: the same device */
 	}
 	owned_image = image_bd;
-	owner_set_device(claim, image_bd);
-	if (claim && owner_start(claim) != 0) {
+	owner_set_device(image_claim, image_bd);
+	if (image_claim && owner_start(image_claim) != 0) {
 		logmsg(LOG_ERR, "cannot start the owner record's heartbeat");
 		finish_detach(verdict_fd, false);
 		goto out_unmount;
 	}
 
 	const char *why = NULL;
+	o.fs.claim_for_write = claim_for_write;
+	o.fs.claim_ctx = &dctx.fs;
 	int err = ordfs_mount(bd, &o.fs, &dctx.fs, &why);
 	if (err) {
 		logmsg(LOG_ERR, "%s", why);
@@ -624,9 +658,9 @@ out_session:
 	/* Freed (unless lost: then it is another's); a start that failed
 	 * puts back what the record's sector held before. */
 	if (mounted)
-		owner_release(claim);
+		owner_release(image_claim);
 	else
-		owner_undo(claim);
+		owner_undo(image_claim);
 	if (bd != image_bd)
 		blockdev_destroy(bd);
 	blockdev_destroy(image_bd); /* releases the lock */

@@ -171,8 +171,10 @@ int journal_open(struct blockdev *bd, struct bcache *cache, const struct ordfs_s
 		return -ENOMEM;
 	}
 
-	/* The log is in use from now on: recovery must scan from `first`. */
-	err = journal_write_super(j, j->log_first, js.sequence);
+	/* The log is in use from now on: recovery must scan from `first`.
+	 * Read-only: not yet (journal_set_writable writes the same). */
+	j->readonly = cfg->start_readonly;
+	err = j->readonly ? 0 : journal_write_super(j, j->log_first, js.sequence);
 	if (err) {
 		journal_free(j);
 		return err;
@@ -188,7 +190,12 @@ int journal_open(struct blockdev *bd, struct bcache *cache, const struct ordfs_s
 
 int journal_close(struct journal *j)
 {
-	int err = journal_flush_all(j);
+	/* Read-only: everything went home and the log was marked empty when
+	 * it became so (or it was opened so): nothing to write. */
+	ordfs_mutex_lock(&j->state_lock);
+	bool readonly = j->readonly;
+	ordfs_mutex_unlock(&j->state_lock);
+	int err = readonly ? 0 : journal_flush_all(j);
 
 	ordfs_mutex_lock(&j->state_lock);
 	j->stopping = true;
@@ -197,7 +204,7 @@ int journal_close(struct journal *j)
 	if (j->thread_started)
 		pthread_join(j->thread, NULL);
 
-	if (!err && !j->aborted) {
+	if (!err && !j->aborted && !readonly) {
 		/* Everything is home: mark the log empty [J7]. */
 		err = journal_write_super(j, 0, j->running->tid);
 	}
@@ -552,6 +559,14 @@ int journal_set_readonly(struct journal *j)
 		ordfs_mutex_unlock(&j->state_lock);
 	}
 	return err;
+}
+
+bool journal_is_readonly(struct journal *j)
+{
+	ordfs_mutex_lock(&j->state_lock);
+	bool readonly = j->readonly;
+	ordfs_mutex_unlock(&j->state_lock);
+	return readonly;
 }
 
 int journal_set_writable(struct journal *j)

@@ -105,6 +105,10 @@ struct journal_config {
 	 * extent that transaction freed (J5).  May be NULL. */
 	void (*release_freed)(void *ctx, uint64_t start, uint32_t len);
 	void *release_ctx;
+	/* Open read-only (a read-only mount that a remount may make
+	 * read-write): nothing is written, not even the journal superblock,
+	 * and handles fail with -EROFS until journal_set_writable. */
+	bool start_readonly;
 };
 
 struct journal_stats {
@@ -211,6 +215,8 @@ void journal_set_tunables(struct journal *j, const struct journal_tunables *t);
  * in use again (recovery scans from where the next transaction goes) and
  * handles may start. */
 int journal_set_readonly(struct journal *j);
+/* Is the journal read-only now (journal_set_readonly, or opened so)? */
+bool journal_is_readonly(struct journal *j);
 int journal_set_writable(struct journal *j);
 
 /* Marks the journal aborted with err: handles fail with -EROFS from now on

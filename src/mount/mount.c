@@ -192,6 +192,27 @@ static int open_guard(struct ordfs *fs, const char **why)
 	return err;
 }
 
+static int open_journal(struct ordfs *fs, bool readonly, const char **why)
+{
+	const struct ordfs_options *opts = &fs->opts;
+	struct journal_config jc = {
+		.data_mode = opts->data_mode,
+		.commit_interval_ms = opts->commit_interval_ms,
+		.barrier = opts->barrier,
+		.ioprio_plus1 = opts->journal_ioprio + 1,
+		.release_freed = ordfs_release_freed,
+		.release_ctx = fs,
+		.retry_failed_commits = opts->flush_error == FLUSH_ERROR_REPORT,
+		.aborted = journal_aborted_cb,
+		.aborted_ctx = fs,
+		.start_readonly = readonly,
+	};
+	int err = journal_open(fs->bd, fs->cache, &fs->sb, &jc, &fs->journal);
+	if (err)
+		*why = "cannot open the journal";
+	return err;
+}
+
 int ordfs_mount_mark_in_use(struct ordfs *fs)
 {
 	struct ordfs_timespec now = ordfs_now();
@@ -277,7 +298,18 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 		err = -EUCLEAN;
 		goto fail;
 	}
-	if (!opts->readonly) {
+	if (opts->readonly && opts->rw_capable && !opts->check_mode &&
+	    !(fs->sb.feature_ro_compat & ~ORDFS_FEATURE_RO_COMPAT_SUPPORTED)) {
+		/* As if mounted read-write and remounted read-only, except
+		 * that nothing is written: the image stays clean. */
+		err = open_journal(fs, true, &reason);
+		if (err)
+			goto fail;
+		fs->opts.readonly = false;
+		fs->remounted_ro = true;
+		fs->rw_start_pending = true;
+		writeback_thread_start(fs);
+	} else if (!opts->readonly) {
 		err = ordfs_host_space_for_log(bd, &fs->sb);
 		if (err) {
 			reason = err == -ENOSPC ? ordfs_no_space_reason(bd, "mount again", reason_buf,
@@ -290,22 +322,9 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 			reason = "cannot write the superblock";
 			goto fail;
 		}
-		struct journal_config jc = {
-			.data_mode = opts->data_mode,
-			.commit_interval_ms = opts->commit_interval_ms,
-			.barrier = opts->barrier,
-			.ioprio_plus1 = opts->journal_ioprio + 1,
-			.release_freed = ordfs_release_freed,
-			.release_ctx = fs,
-			.retry_failed_commits = opts->flush_error == FLUSH_ERROR_REPORT,
-			.aborted = journal_aborted_cb,
-			.aborted_ctx = fs,
-		};
-		err = journal_open(bd, fs->cache, &fs->sb, &jc, &fs->journal);
-		if (err) {
-			reason = "cannot open the journal";
+		err = open_journal(fs, false, &reason);
+		if (err)
 			goto fail;
-		}
 		err = orphan_process_list(fs);
 		if (err) {
 			reason = "cannot free the inodes on the orphan list (run fsck.ordfs)";
@@ -357,6 +376,11 @@ int ordfs_unmount(struct ordfs *fs)
 		 * the shutdown left it, for the next mount to replay. */
 		if (fs->journal)
 			(void)journal_close(fs->journal);
+		fs->journal = NULL;
+	} else if (fs->journal && journal_is_readonly(fs->journal)) {
+		/* Mounted or remounted read-only: the image was left clean
+		 * then (remount.c), or never written. */
+		err = journal_close(fs->journal);
 		fs->journal = NULL;
 	} else if (fs->journal) {
 		err = inode_evict_unlinked(fs);

@@ -6,8 +6,8 @@
  * (fs->remounted_ro).  Rules:
  *  - Refusals first, so a refused remount changes nothing: data= and the
  *    daemon's sizing options (dirty_limit=) cannot change live; a
- *    filesystem mounted read-only cannot become read-write (its journal
- *    was never opened: unmount and mount it rw); read-write again is
+ *    filesystem whose image was opened read-only (no journal) cannot
+ *    become read-write (unmount and mount it rw); read-write again is
  *    refused while the superblock records an error or the journal has
  *    stopped, as a read-write mount is.
  *  - Live options (fs.h: FS_OPT) are written with FS_OPT_SET, and the
@@ -20,7 +20,10 @@
  *    from then on leaves an image that needs no replay, as after an
  *    unmount.  Any failure undoes the steps done and is returned.
  *  - rw: the superblock is marked in use again, then the journal, then
- *    the gate opens.
+ *    the gate opens.  A read-only mount (opts.rw_capable: its journal
+ *    opened read-only, nothing written) does first, once, what a
+ *    read-write mount does at its start: the log's host space and the
+ *    owner record before any write, the orphan list after the journal.
  *  - One remount at a time (remount_lock, taken with nothing else held).
  */
 #include <errno.h>
@@ -31,8 +34,10 @@
 #include "mount_internal.h"
 #include "base/log.h"
 #include "blockdev/guard.h"
+#include "host_space.h"
 #include "journal/journal.h"
 #include "lock/lock.h"
+#include "orphan/orphan.h"
 #include "super/super.h"
 #include "writeback/writeback.h"
 
@@ -97,6 +102,23 @@ reopen_gate:
 	return err;
 }
 
+/* A read-only mount's first read-write: what a read-write mount does at
+ * its start and ordfs_mount left undone (mount.c).  Before anything is
+ * written: the log's host space and the owner record. */
+static int start_writing(struct ordfs *fs, const char **why)
+{
+	int err = ordfs_host_space_for_log(fs->bd, &fs->sb);
+	if (err) {
+		*why = err == -ENOSPC ? "no space left on the filesystem holding the image for the "
+					"journal"
+				      : "cannot give the journal its host space";
+		return err;
+	}
+	if (fs->opts.claim_for_write)
+		err = fs->opts.claim_for_write(fs->opts.claim_ctx, why);
+	return err;
+}
+
 static int go_readwrite(struct ordfs *fs, const char **why)
 {
 	ordfs_mutex_lock(&fs->sb_lock);
@@ -111,7 +133,10 @@ static int go_readwrite(struct ordfs *fs, const char **why)
 		*why = "the journal stopped on an error; unmount it and run fsck.ordfs";
 		return -EROFS;
 	}
-	int err = ordfs_mount_mark_in_use(fs);
+	int err = fs->rw_start_pending ? start_writing(fs, why) : 0;
+	if (err)
+		return err;
+	err = ordfs_mount_mark_in_use(fs);
 	if (err) {
 		*why = "cannot write the superblock";
 		return err;
@@ -121,6 +146,20 @@ static int go_readwrite(struct ordfs *fs, const char **why)
 		*why = "cannot write the journal superblock";
 		(void)ordfs_mount_write_clean(fs);
 		return err;
+	}
+	if (fs->rw_start_pending) {
+		/* Files unlinked while open when the image was last written
+		 * (ext4 frees them at a read-only mount; ordfs writes nothing
+		 * there).  Nobody can reach them by name. */
+		err = orphan_process_list(fs);
+		if (err) {
+			*why = "cannot free the inodes on the orphan list (run fsck.ordfs)";
+			if (journal_set_readonly(fs->journal) == 0)
+				(void)ordfs_mount_write_clean(fs);
+			return err;
+		}
+		fs->rw_start_pending = false;
+		ordfs_warn_host_space(fs->bd);
 	}
 	__atomic_store_n(&fs->remounted_ro, false, __ATOMIC_SEQ_CST);
 	ordfs_log(LOG_NOTICE, "remounted read-write");
@@ -137,9 +176,10 @@ static const char *unchangeable(const struct ordfs *fs, const struct ordfs_optio
 		return "dirty_limit= cannot change on a mounted filesystem";
 	if (want->cache_buffers != fs->opts.cache_buffers)
 		return "the buffer cache's size cannot change on a mounted filesystem";
-	if (!want->readonly && fs->opts.readonly)
-		return "a filesystem mounted read-only cannot become read-write (its journal was "
-		       "never opened): unmount it and mount it rw";
+	if (!want->readonly && !fs->journal)
+		return "the image was opened read-only (the daemon could not open it for "
+		       "writing, or it has features this ordfs can only read): unmount it and "
+		       "mount it rw";
 	return NULL;
 }
 

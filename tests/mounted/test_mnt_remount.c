@@ -17,6 +17,10 @@
  *    never), errors=, flush_error=, journal_ioprio= in ordfsctl stats;
  *  - a read-only mount after kill -9 replays the journal first (ext4's
  *    way), and fsck.ordfs -fn finds it consistent after;
+ *  - a read-only mount writes nothing (the image is the same byte for
+ *    byte), becomes read-write by a remount (kernel and daemon), frees
+ *    the orphans it left alone then, and stays read-only with the reason
+ *    where the image cannot be written;
  *  - refusals change nothing: data=, an unknown option, a FUSE option,
  *    a caller who is neither root nor the mount's owner (EPERM); rw is
  *    refused once the journal stopped on a flush error (test hooks).
@@ -28,7 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,6 +143,15 @@ static int create_errno(const char *path)
 	return errno;
 }
 
+static void expect_fsck_clean(struct mnt *m, const char *when)
+{
+	char *argv[] = { getenv("FSCK_BIN"), "-fn", m->image, NULL };
+	ck_assert(argv[0]);
+	struct mnt_run_result r;
+	mnt_run(argv, NULL, &r);
+	ck_assert_msg(r.status == 0, "fsck.ordfs -fn %s: exit %d: %s", when, r.status, r.err);
+}
+
 START_TEST(test_remount_ro_and_rw)
 {
 	struct mnt m;
@@ -206,12 +221,7 @@ START_TEST(test_kill9_after_remount_ro)
 	remount_ok(&m, "ro");
 	mnt_kill9(&m);
 	/* Clean: nothing to replay, nothing to repair (fsck -n, exit 0). */
-	char *argv[] = { getenv("FSCK_BIN"), "-fn", m.image, NULL };
-	ck_assert(argv[0]);
-	struct mnt_run_result r;
-	mnt_run(argv, NULL, &r);
-	ck_assert_msg(r.status == 0, "fsck.ordfs -fn after kill -9 of a ro remount: exit %d: %s",
-		      r.status, r.err);
+	expect_fsck_clean(&m, "after kill -9 of a ro remount");
 	ck_assert(!mnt_image_in_use(&m));
 	mnt_start(&m, NULL);
 	for (unsigned i = 0; i < 6; i++)
@@ -406,13 +416,123 @@ START_TEST(test_ro_mount_replays_the_journal)
 	/* Consistent, nothing left to replay (the superblock is not marked
 	 * clean: a read-only mount writes nothing, the replay only what the
 	 * log held, as ext4's). */
-	char *argv[] = { getenv("FSCK_BIN"), "-fn", m.image, NULL };
-	ck_assert(argv[0]);
-	struct mnt_run_result r;
-	mnt_run(argv, NULL, &r);
-	ck_assert_msg(r.status == 0, "fsck.ordfs -fn after the read-only mount: exit %d: %s",
-		      r.status, r.err);
+	expect_fsck_clean(&m, "after the read-only mount");
 	mnt_discard(&m);
+}
+END_TEST
+
+/* A read-only mount writes nothing to the image (byte for byte), and a
+ * remount makes it read-write as ext4's does: the kernel and the daemon
+ * both take writes, the image is in use, and what is fsync'd after it
+ * survives kill -9. */
+START_TEST(test_ro_mount_becomes_rw)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, NULL);
+	write_fsync(mnt_path(&m, "before"), 90000, 5);
+	mnt_stop(&m);
+	size_t len, len_after;
+	char *image = mnt_slurp(m.image, &len);
+	ck_assert(image);
+
+	mnt_start(&m, "ro");
+	mnt_expect_pattern(mnt_path(&m, "before"), 90000, 5);
+	ck_assert_int_eq(create_errno(mnt_path(&m, "new")), EROFS);
+	expect_option(&m, "ro");
+	mnt_stop(&m);
+	char *after = mnt_slurp(m.image, &len_after);
+	ck_assert(after);
+	ck_assert_msg(len == len_after && memcmp(image, after, len) == 0,
+		      "a read-only mount changed the image");
+	free(after);
+	free(image);
+
+	mnt_start(&m, "ro");
+	remount_ok(&m, "rw");
+	char k[256];
+	kernel_options(&m, k, sizeof(k));
+	ck_assert_msg(has_opt(k, "rw"), "the kernel still shows %s", k);
+	expect_option(&m, "rw");
+	ck_assert_msg(mnt_image_in_use(&m), "the image is not marked in use after remount,rw");
+	write_fsync(mnt_path(&m, "after"), 120000, 6);
+	mnt_kill9(&m);
+	mnt_start(&m, NULL);
+	mnt_expect_pattern(mnt_path(&m, "before"), 90000, 5);
+	mnt_expect_pattern(mnt_path(&m, "after"), 120000, 6);
+	mnt_finish(&m);
+}
+END_TEST
+
+static uint64_t free_blocks(struct mnt *m)
+{
+	struct statvfs sv;
+	MNT_OK(statvfs(m->mountpoint, &sv));
+	return sv.f_bfree;
+}
+
+/* A file unlinked while open when the daemon was killed stays on the
+ * orphan list through a read-only mount (nothing is written), and the
+ * remount to read-write frees it, as a read-write mount would. */
+START_TEST(test_ro_mount_frees_orphans_at_rw)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, NULL);
+	const size_t big = 8u << 20;
+	write_fsync(mnt_path(&m, "orphan"), big, 7);
+	int fd = open(mnt_path(&m, "orphan"), O_RDONLY);
+	MNT_OK(fd);
+	MNT_OK(unlink(mnt_path(&m, "orphan")));
+	write_fsync(mnt_path(&m, "kept"), 1000, 8); /* commits the unlink too */
+	mnt_kill9(&m);
+	close(fd);
+
+	mnt_start(&m, "ro");
+	uint64_t ro_free = free_blocks(&m);
+	remount_ok(&m, "rw");
+	int dfd = open(m.mountpoint, O_RDONLY | O_DIRECTORY);
+	MNT_OK(dfd);
+	MNT_OK(syncfs(dfd));
+	close(dfd);
+	uint64_t rw_free = free_blocks(&m);
+	ck_assert_msg(rw_free >= ro_free + big / 4096,
+		      "the orphan's blocks were not freed at remount,rw: %llu free before, %llu after",
+		      (unsigned long long)ro_free, (unsigned long long)rw_free);
+	mnt_expect_pattern(mnt_path(&m, "kept"), 1000, 8);
+	mnt_finish(&m);
+}
+END_TEST
+
+/* An image the daemon cannot write (here: on a read-only bind mount)
+ * still mounts read-only; a remount to read-write is refused with the
+ * reason, and the mount stays read-only everywhere. */
+START_TEST(test_ro_mount_of_unwritable_image_stays_ro)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	char ro_dir[MNT_DIR_LEN + 16], saved[MNT_FILE_LEN];
+	snprintf(ro_dir, sizeof(ro_dir), "%s/ro-view", m.dir);
+	MNT_OK(mkdir(ro_dir, 0755));
+	MNT_OK(mount(m.dir, ro_dir, NULL, MS_BIND, NULL));
+	MNT_OK(mount(NULL, ro_dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL));
+	snprintf(saved, sizeof(saved), "%s", m.image);
+	snprintf(m.image, sizeof(m.image), "%s/image", ro_dir);
+
+	mnt_start(&m, "ro");
+	struct mnt_run_result r;
+	ck_assert_int_eq(remount(&m, "rw", &r), 1);
+	ck_assert_msg(strstr(r.err, "opened read-only") && r.lines == 1, "%s", r.err);
+	char k[256];
+	kernel_options(&m, k, sizeof(k));
+	ck_assert_msg(has_opt(k, "ro"), "the kernel shows %s", k);
+	expect_option(&m, "ro");
+	ck_assert_int_eq(create_errno(mnt_path(&m, "new")), EROFS);
+	mnt_stop(&m);
+
+	MNT_OK(umount(ro_dir));
+	snprintf(m.image, sizeof(m.image), "%s", saved);
+	mnt_finish(&m);
 }
 END_TEST
 
@@ -460,6 +580,9 @@ int main(void)
 	tcase_add_test(tc, test_remount_policies_shown);
 	tcase_add_test(tc, test_remount_refusals_change_nothing);
 	tcase_add_test(tc, test_ro_mount_replays_the_journal);
+	tcase_add_test(tc, test_ro_mount_becomes_rw);
+	tcase_add_test(tc, test_ro_mount_frees_orphans_at_rw);
+	tcase_add_test(tc, test_ro_mount_of_unwritable_image_stays_ro);
 	MNT_ADD_HOOK_TEST(tc, test_remount_rw_refused_after_journal_stopped);
 	suite_add_tcase(s, tc);
 	return mnt_run_suite(s);

@@ -526,6 +526,55 @@ START_TEST(test_min_journal_wraps_checkpoints_and_revokes)
 }
 END_TEST
 
+/* Opened read-only (a read-only mount that a remount may make
+ * read-write): nothing reaches the device, at the open or the close, and
+ * handles are refused until journal_set_writable; after it the journal
+ * works and closes empty as usual. */
+START_TEST(test_open_readonly_writes_nothing_until_writable)
+{
+	struct jfix f;
+	memset(&f, 0, sizeof(f));
+	fix_make_sb(&f.sb, 64);
+	ck_assert_int_eq(blockdev_mem_create((uint64_t)NBLOCKS * BS, &f.mem), 0);
+	ck_assert_int_eq(blockdev_record_create(f.mem, false, &f.rec), 0);
+	fix_write_empty_journal(f.mem, &f.sb);
+	struct journal_config cfg = { .data_mode = JOURNAL_DATA_ORDERED, .barrier = true,
+				      .start_readonly = true };
+	ck_assert_int_eq(bcache_create(f.rec, BS, NBLOCKS, 64, &f.cache), 0);
+	for (int round = 0; round < 2; round++) {
+		ck_assert_int_eq(journal_open(f.rec, f.cache, &f.sb, &cfg, &f.j), 0);
+		ck_assert(journal_is_readonly(f.j));
+		struct handle *h;
+		ck_assert_int_eq(journal_start(f.j, 1, &h), -EROFS);
+		if (round == 1)
+			break;
+		ck_assert_int_eq(journal_close(f.j), 0);
+		f.j = NULL;
+		struct blockdev_counts c;
+		blockdev_record_counts(f.rec, &c);
+		ck_assert_uint_eq(c.writes, 0);
+		ck_assert_uint_eq(c.flushes, 0);
+	}
+	ck_assert_int_eq(journal_set_writable(f.j), 0);
+	ck_assert(!journal_is_readonly(f.j));
+	struct handle *h;
+	ck_assert_int_eq(journal_start(f.j, 1, &h), 0);
+	modify(&f, h, HOME, 0x5A);
+	ck_assert_int_eq(journal_stop(h), 0);
+	ck_assert_int_eq(journal_force_commit(f.j), 0);
+	/* Committed and not yet home: a crash now replays it. */
+	struct blockdev *copy = crash_copy(&f);
+	struct journal_recovery_info info;
+	recover(copy, &f.sb, &info);
+	ck_assert(home_is(copy, HOME, 0x5A));
+	blockdev_destroy(copy);
+	fix_close(&f);
+	ck_assert(home_is(f.mem, HOME, 0x5A));
+	ck_assert_int_eq(journal_needs_recovery(f.mem, &f.sb), 0);
+	fix_free(&f);
+}
+END_TEST
+
 /* ---- a failed commit under retry_failed_commits (flush_error=report) ---- */
 
 static void fix_open_retry(struct jfix *f)
@@ -609,6 +658,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_header_checksum_not_stamped_on_reuse);
 	tcase_add_test(tc, test_revoke_protects_reused_block);
 	tcase_add_test(tc, test_failed_commit_aborts);
+	tcase_add_test(tc, test_open_readonly_writes_nothing_until_writable);
 	tcase_add_loop_test(tc, test_start_after_failed_commit_without_waiting_for_room, 0, 5);
 	tcase_add_test(tc, test_latched_flush_does_not_block_handles);
 	tcase_add_test(tc, test_group_commit_shares_one_commit);
