@@ -419,21 +419,54 @@ static struct fuse_session *make_session(const struct daemon_options *o,
 	return se;
 }
 
+/* The announcer: records the umount helper in utab once the loop serves
+ * (utab.c, U4), then lets the parent return.  Joined before the daemon
+ * forgets its line, so a mount removed at once cannot leave a line
+ * written after the forgetting. */
 struct live_ctx {
 	int verdict_fd;
 	const struct daemon_options *o;
+	const char *mountpoint; /* resolved, as mountinfo names it; NULL: unknown */
+	bool recorded;          /* a utab line was written */
+	bool started;           /* the thread runs (joined at the end) */
+	pthread_t thread;
 };
 
 static void *announce_live(void *arg)
 {
 	struct live_ctx *live = arg;
-	int err = utab_register_umount_helper(live->o->source, live->o->mountpoint);
-	if (err)
+	int err = live->mountpoint
+			  ? utab_record_umount_helper(live->o->source, live->mountpoint)
+			  : -ENOENT;
+	live->recorded = err == 0;
+	if (err < 0)
 		logmsg(LOG_WARNING, "cannot record the umount helper for %s (%s): umount will "
 		       "not wait for the daemon; fusermount3 -u does not either",
 		       live->o->mountpoint, strerror(-err));
 	finish_detach(live->verdict_fd, true);
 	return NULL;
+}
+
+static void announce_start(struct live_ctx *live)
+{
+	live->started = pthread_create(&live->thread, NULL, announce_live, live) == 0;
+	if (!live->started)
+		announce_live(live);
+}
+
+/* After the mount is gone (utab.c, U3): the line written for it goes. */
+static void announce_end(struct live_ctx *live)
+{
+	if (live->started)
+		pthread_join(live->thread, NULL);
+	live->started = false;
+	if (!live->recorded)
+		return;
+	int err = utab_forget_umount_helper(live->mountpoint);
+	if (err < 0)
+		logmsg(LOG_WARNING, "cannot remove the umount helper's line for %s from utab (%s)",
+		       live->mountpoint, strerror(-err));
+	live->recorded = false;
 }
 
 /* The mount's readahead window, set now: the mount exists and the loop
@@ -570,12 +603,14 @@ int main(int argc, char **argv)
 		return 1; /* libfuse said why */
 	}
 	int status = 1;
+	struct live_ctx live = { .verdict_fd = -1, .o = &o };
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	/* mountinfo names the mount point resolved, as realpath does now
 	 * (after the mount it would ask the daemon for the root's attributes). */
 	char mountpoint_buf[PATH_MAX];
 	const char *mountpoint_abs = realpath(o.mountpoint, mountpoint_buf);
+	live.mountpoint = mountpoint_abs;
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
 	set_read_ahead(&o, mountpoint_abs);
@@ -629,12 +664,8 @@ int main(int argc, char **argv)
 	/* The mount is live; the parent (and mount(8) behind it) returns once
 	 * umount(8) has been told to wait for us, which needs the loop
 	 * running: a thread does it while this one serves. */
-	struct live_ctx live = { verdict_fd, &o };
-	pthread_t announcer;
-	if (pthread_create(&announcer, NULL, announce_live, &live) == 0)
-		pthread_detach(announcer);
-	else
-		announce_live(&live);
+	live.verdict_fd = verdict_fd;
+	announce_start(&live);
 
 	main_thread = pthread_self();
 	int loop = serve(se, &o);
@@ -651,6 +682,7 @@ int main(int argc, char **argv)
 	status = err == 0 && !fatal_error ? 0 : 1;
 out_unmount:
 	fuse_session_unmount(se);
+	announce_end(&live);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
