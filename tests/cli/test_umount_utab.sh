@@ -18,7 +18,9 @@
 # line.  The machine's /sbin and /run/mount/utab stay as they are.
 #
 # Every daemon is started with a PATH whose `mount` is a script that fails
-# and leaves a trace: recording the helper must not depend on it.
+# and leaves a trace: recording the helper must not depend on it.  The
+# mount point has a space in its name, which utab and mountinfo write
+# escaped ("\040"): the daemon must still know its own line.
 set -u
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
@@ -55,7 +57,8 @@ HOOKS=$(build_option test_hooks)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ordfs-utab.XXXXXX")
 IMG=$WORK/disk.img
 IMG2=$WORK/other.img
-MNT=$WORK/mnt
+MNT="$WORK/mnt point" # a space: utab and mountinfo escape it ("\040")
+MNT_IN_UTAB=${MNT// /\\040}
 LATCH=$WORK/latch
 SHADOW=$WORK/shadow
 UTAB=/run/mount/utab
@@ -91,15 +94,16 @@ chmod +x "$SHADOW/mount"
 
 # --- helpers -----------------------------------------------------------------
 # utab lines for the mount point, and those of them that name the helper
+# (awk reads the values from its environment: -v would undo the \040)
 lines_at() { # lines_at [SOURCE]: how many lines for $MNT (from SOURCE)
-	awk -v t="TARGET=$MNT" -v s="${1:+SRC=$1}" '
-		{ at = 0; from = (s == "") }
-		{ for (i = 1; i <= NF; i++) { if ($i == t) at = 1; if ($i == s) from = 1 } }
+	T="TARGET=$MNT_IN_UTAB" S="${1:+SRC=$1}" awk '
+		{ at = 0; from = (ENVIRON["S"] == "") }
+		{ for (i = 1; i <= NF; i++) { if ($i == ENVIRON["T"]) at = 1; if ($i == ENVIRON["S"]) from = 1 } }
 		at && from { n++ } END { print n + 0 }' "$UTAB" 2>/dev/null || echo 0
 }
 helper_lines_at() {
-	awk -v t="TARGET=$MNT" '
-		{ for (i = 1; i <= NF; i++) if ($i == t) { if ($0 ~ /OPTS=(.*,)?helper=ordfs(,|$)/) n++ } }
+	T="TARGET=$MNT_IN_UTAB" awk '
+		{ for (i = 1; i <= NF; i++) if ($i == ENVIRON["T"]) { if ($0 ~ /OPTS=(.*,)?helper=ordfs(,|$)/) n++ } }
 		END { print n + 0 }' "$UTAB" 2>/dev/null || echo 0
 }
 no_line() { [ "$(lines_at)" = 0 ]; }
