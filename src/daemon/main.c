@@ -14,10 +14,12 @@
  *   5. Fork (unless -f): the parent waits on a pipe for the child's verdict
  *      and exits 0 only once the filesystem is mounted and live.
  *   6. In the child: mount the filesystem (journal replay, threads start
- *      here, after the fork), report success, detach, serve requests.
+ *      here, after the fork), record the umount helper in utab (as root:
+ *      utab.c), report success, detach, serve requests.
  *   7. On unmount (fusermount3 -u) or SIGTERM/SIGINT: leave the loop, write
- *      everything back, commit, checkpoint, mark the image clean, release
- *      the lock, exit 0 (1 if the image could not be left clean).
+ *      everything back, commit, checkpoint, mark the image clean, drop the
+ *      utab line once the mount is gone, release the lock, exit 0 (1 if
+ *      the image could not be left clean).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -419,54 +421,25 @@ static struct fuse_session *make_session(const struct daemon_options *o,
 	return se;
 }
 
-/* The announcer: records the umount helper in utab once the loop serves
- * (utab.c, U4), then lets the parent return.  Joined before the daemon
- * forgets its line, so a mount removed at once cannot leave a line
- * written after the forgetting. */
-struct live_ctx {
-	int verdict_fd;
-	const struct daemon_options *o;
-	const char *mountpoint; /* resolved, as mountinfo names it; NULL: unknown */
-	bool recorded;          /* a utab line was written */
-	bool started;           /* the thread runs (joined at the end) */
-	pthread_t thread;
-};
-
-static void *announce_live(void *arg)
+/* Tells umount(8) to wait for this daemon: helper=ordfs in utab
+ * (utab.c).  True when a line was written, which forget_umount_helper
+ * takes back once the mount is gone (U3). */
+static bool record_umount_helper(const struct daemon_options *o, const char *mountpoint)
 {
-	struct live_ctx *live = arg;
-	int err = live->mountpoint
-			  ? utab_record_umount_helper(live->o->source, live->mountpoint)
-			  : -ENOENT;
-	live->recorded = err == 0;
+	int err = mountpoint ? utab_record_umount_helper(o->source, mountpoint) : -ENOENT;
 	if (err < 0)
 		logmsg(LOG_WARNING, "cannot record the umount helper for %s (%s): umount will "
 		       "not wait for the daemon; fusermount3 -u does not either",
-		       live->o->mountpoint, strerror(-err));
-	finish_detach(live->verdict_fd, true);
-	return NULL;
+		       o->mountpoint, strerror(-err));
+	return err == 0;
 }
 
-static void announce_start(struct live_ctx *live)
+static void forget_umount_helper(const char *mountpoint)
 {
-	live->started = pthread_create(&live->thread, NULL, announce_live, live) == 0;
-	if (!live->started)
-		announce_live(live);
-}
-
-/* After the mount is gone (utab.c, U3): the line written for it goes. */
-static void announce_end(struct live_ctx *live)
-{
-	if (live->started)
-		pthread_join(live->thread, NULL);
-	live->started = false;
-	if (!live->recorded)
-		return;
-	int err = utab_forget_umount_helper(live->mountpoint);
+	int err = utab_forget_umount_helper(mountpoint);
 	if (err < 0)
 		logmsg(LOG_WARNING, "cannot remove the umount helper's line for %s from utab (%s)",
-		       live->mountpoint, strerror(-err));
-	live->recorded = false;
+		       mountpoint, strerror(-err));
 }
 
 /* The mount's readahead window, set now: the mount exists and the loop
@@ -603,14 +576,13 @@ int main(int argc, char **argv)
 		return 1; /* libfuse said why */
 	}
 	int status = 1;
-	struct live_ctx live = { .verdict_fd = -1, .o = &o };
+	bool recorded = false; /* a utab line for the mount (record_umount_helper) */
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	/* mountinfo names the mount point resolved, as realpath does now
 	 * (after the mount it would ask the daemon for the root's attributes). */
 	char mountpoint_buf[PATH_MAX];
 	const char *mountpoint_abs = realpath(o.mountpoint, mountpoint_buf);
-	live.mountpoint = mountpoint_abs;
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
 	set_read_ahead(&o, mountpoint_abs);
@@ -662,10 +634,10 @@ int main(int argc, char **argv)
 		logmsg(LOG_NOTICE, "recovered the journal: %u transactions replayed",
 		       dctx.fs->recovery.transactions);
 	/* The mount is live; the parent (and mount(8) behind it) returns once
-	 * umount(8) has been told to wait for us, which needs the loop
-	 * running: a thread does it while this one serves. */
-	live.verdict_fd = verdict_fd;
-	announce_start(&live);
+	 * umount(8) has been told to wait for us.  Recording looks at no
+	 * path in the mount (utab.c, U4), so it needs no loop serving yet. */
+	recorded = record_umount_helper(&o, mountpoint_abs);
+	finish_detach(verdict_fd, true);
 
 	main_thread = pthread_self();
 	int loop = serve(se, &o);
@@ -682,7 +654,8 @@ int main(int argc, char **argv)
 	status = err == 0 && !fatal_error ? 0 : 1;
 out_unmount:
 	fuse_session_unmount(se);
-	announce_end(&live);
+	if (recorded)
+		forget_umount_helper(mountpoint_abs);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:

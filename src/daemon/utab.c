@@ -14,7 +14,7 @@
  * this process: the same entry, lock and atomic rewrite that mount(8)
  * makes after a mount, with no program looked up on PATH.  Not the
  * context API's fake mount (`mount --fake`): that also reads fstab and
- * resolves the mount point, a request to this very mount.
+ * resolves the mount point, a request to this very mount (U4).
  *
  * Who removes the line:
  *  - umount(8) (root), after umount.ordfs returned 0, umount -l included:
@@ -42,9 +42,11 @@
  *      lets go of the image, so umount.ordfs, waiting for the image, finds
  *      the line gone when it returns, and no other mount of the image can
  *      have begun.
- *  U4. Never while holding a lock the filesystem needs: nothing here
- *      looks at the mount point, but main.c still calls it from a thread
- *      beside the loop that serves.
+ *  U4. Nothing here looks at a path in the mount (no stat, no statfs:
+ *      only /proc/self/mountinfo and utab's own files), so the daemon
+ *      records before its loop serves; a request to its own mount would
+ *      wait for that loop.  (The first version ran `mount`, which looks
+ *      at the mount point, from a thread beside the loop.)
  */
 #include <errno.h>
 #include <libmount.h>
