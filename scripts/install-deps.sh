@@ -16,10 +16,12 @@ set -euo pipefail
 # libnbd-dev: images on an NBD server (src/blockdev/nbd.c); nbdkit serves
 # them in the NBD tests (tests/nbd/), which ask nbdinfo (libnbd-bin) what
 # a server offers.
+# libmount-dev: the daemon records its umount helper in libmount's utab
+# (src/daemon/utab.c).
 # python3 and binutils (nm) run the layer check (tests/layers/) and
 # test.sh's skip report; named here, not left to meson's dependencies.
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
-	libnbd-dev libnbd-bin nbdkit
+	libnbd-dev libnbd-bin nbdkit libmount-dev
 	libsqlite3-dev clang libclang-rt-14-dev acl e2fsprogs man-db groff-base
 	dpkg-dev debhelper lintian python3 binutils)
 

@@ -14,10 +14,12 @@
  *   5. Fork (unless -f): the parent waits on a pipe for the child's verdict
  *      and exits 0 only once the filesystem is mounted and live.
  *   6. In the child: mount the filesystem (journal replay, threads start
- *      here, after the fork), report success, detach, serve requests.
+ *      here, after the fork), record the umount helper in utab (as root:
+ *      utab.c), report success, detach, serve requests.
  *   7. On unmount (fusermount3 -u) or SIGTERM/SIGINT: leave the loop, write
- *      everything back, commit, checkpoint, mark the image clean, release
- *      the lock, exit 0 (1 if the image could not be left clean).
+ *      everything back, commit, checkpoint, mark the image clean, drop the
+ *      utab line once the mount is gone, release the lock, exit 0 (1 if
+ *      the image could not be left clean).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -419,21 +421,25 @@ static struct fuse_session *make_session(const struct daemon_options *o,
 	return se;
 }
 
-struct live_ctx {
-	int verdict_fd;
-	const struct daemon_options *o;
-};
-
-static void *announce_live(void *arg)
+/* Tells umount(8) to wait for this daemon: helper=ordfs in utab
+ * (utab.c).  True when a line was written, which forget_umount_helper
+ * takes back once the mount is gone (U3). */
+static bool record_umount_helper(const struct daemon_options *o, const char *mountpoint)
 {
-	struct live_ctx *live = arg;
-	int err = utab_register_umount_helper(live->o->source, live->o->mountpoint);
-	if (err)
+	int err = mountpoint ? utab_record_umount_helper(o->source, mountpoint) : -ENOENT;
+	if (err < 0)
 		logmsg(LOG_WARNING, "cannot record the umount helper for %s (%s): umount will "
 		       "not wait for the daemon; fusermount3 -u does not either",
-		       live->o->mountpoint, strerror(-err));
-	finish_detach(live->verdict_fd, true);
-	return NULL;
+		       o->mountpoint, strerror(-err));
+	return err == 0;
+}
+
+static void forget_umount_helper(const char *mountpoint)
+{
+	int err = utab_forget_umount_helper(mountpoint);
+	if (err < 0)
+		logmsg(LOG_WARNING, "cannot remove the umount helper's line for %s from utab (%s)",
+		       mountpoint, strerror(-err));
 }
 
 /* The mount's readahead window, set now: the mount exists and the loop
@@ -570,6 +576,7 @@ int main(int argc, char **argv)
 		return 1; /* libfuse said why */
 	}
 	int status = 1;
+	bool recorded = false; /* a utab line for the mount (record_umount_helper) */
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	/* mountinfo names the mount point resolved, as realpath does now
@@ -627,14 +634,10 @@ int main(int argc, char **argv)
 		logmsg(LOG_NOTICE, "recovered the journal: %u transactions replayed",
 		       dctx.fs->recovery.transactions);
 	/* The mount is live; the parent (and mount(8) behind it) returns once
-	 * umount(8) has been told to wait for us, which needs the loop
-	 * running: a thread does it while this one serves. */
-	struct live_ctx live = { verdict_fd, &o };
-	pthread_t announcer;
-	if (pthread_create(&announcer, NULL, announce_live, &live) == 0)
-		pthread_detach(announcer);
-	else
-		announce_live(&live);
+	 * umount(8) has been told to wait for us.  Recording looks at no
+	 * path in the mount (utab.c, U4), so it needs no loop serving yet. */
+	recorded = record_umount_helper(&o, mountpoint_abs);
+	finish_detach(verdict_fd, true);
 
 	main_thread = pthread_self();
 	int loop = serve(se, &o);
@@ -651,6 +654,8 @@ int main(int argc, char **argv)
 	status = err == 0 && !fatal_error ? 0 : 1;
 out_unmount:
 	fuse_session_unmount(se);
+	if (recorded)
+		forget_umount_helper(mountpoint_abs);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
