@@ -4,7 +4,8 @@
  * count them as copied, not as written through FUSE), holes stay holes,
  * unaligned ranges and a copy past the source's EOF give the kernel's
  * answers, ranges overlapping in one file are EINVAL, flagged
- * destinations are refused, the destination read back through the page
+ * destinations are refused, set-ID bits dropped as by a write, the
+ * destination read back through the page
  * cache (writeback cache off and on) shows the copy, and a copy made
  * durable by fsync survives kill -9 with fsck.ordfs -fn clean.
  */
@@ -14,7 +15,9 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mnt_helpers.h"
@@ -269,6 +272,61 @@ START_TEST(test_copy_into_flagged_files_is_refused)
 }
 END_TEST
 
+/* ---- set-ID bits ------------------------------------------------------- */
+
+/* A copy into a file by a user without CAP_FSETID, not in the file's
+ * group, drops set-user-ID and set-group-ID (also without group execute:
+ * setattr_should_drop_sgid), as a write does; root keeps them. */
+START_TEST(test_copy_drops_set_id_bits_as_a_write)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, "allow_other"); /* uid 2000 copies below */
+	const char *src = mnt_path(&m, "src");
+	const char *o = mnt_path(&m, "other");
+	const char *r = mnt_path(&m, "root");
+	mnt_write_pattern(src, 64 * KIB, 1, 0644);
+	mnt_write_pattern(o, 4 * KIB, 2, 0666);
+	mnt_write_pattern(r, 4 * KIB, 2, 0666);
+	MNT_OK(chown(o, 1000, 1000));
+	MNT_OK(chmod(o, 06666));
+	MNT_OK(chmod(r, 06666));
+	pid_t pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0) {
+		/* open as root (the test directory is 0700), copy as 2000 */
+		int in = open(src, O_RDONLY | O_CLOEXEC), out = open(o, O_WRONLY | O_CLOEXEC);
+		if (in < 0 || out < 0)
+			_exit(2);
+		if (setgroups(0, NULL) || setresgid(2000, 2000, 2000) ||
+		    setresuid(2000, 2000, 2000))
+			_exit(3);
+		if (copy_range(in, 0, out, 0, 8 * KIB) != 8 * KIB)
+			_exit(100 + errno);
+		_exit(0);
+	}
+	int status;
+	ck_assert(waitpid(pid, &status, 0) == pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "copier: status 0x%x",
+		      status);
+	int in = open(src, O_RDONLY), out = open(r, O_WRONLY);
+	MNT_OK(in);
+	MNT_OK(out);
+	ck_assert_int_eq(copy_range(in, 0, out, 0, 8 * KIB), 8 * KIB);
+	MNT_OK(close(in));
+	MNT_OK(close(out));
+	struct stat st;
+	MNT_OK(stat(o, &st));
+	ck_assert_msg((st.st_mode & 07777) == 0666, "mode 0%o after a copy by uid 2000",
+		      st.st_mode & 07777);
+	MNT_OK(stat(r, &st));
+	ck_assert_msg((st.st_mode & 07777) == 06666, "mode 0%o after a copy by root",
+		      st.st_mode & 07777);
+	ck_assert_uint_eq(copied_so_far(&m), 16 * KIB);
+	mnt_finish(&m);
+}
+END_TEST
+
 /* ---- the kernel's page cache ------------------------------------------ */
 
 /* The destination's pages are cached (read, and mapped) before the copy;
@@ -403,6 +461,7 @@ int main(void)
 	tcase_add_test(tc, test_copy_unaligned_ranges_into_a_file_with_data);
 	tcase_add_test(tc, test_copy_within_one_file);
 	tcase_add_test(tc, test_copy_into_flagged_files_is_refused);
+	tcase_add_test(tc, test_copy_drops_set_id_bits_as_a_write);
 	tcase_add_test(tc, test_copy_over_cached_pages);
 	tcase_add_test(tc, test_copy_over_cached_pages_writeback_cache);
 	tcase_add_test(tc, test_copy_fsync_kill9_ordered);
