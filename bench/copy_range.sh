@@ -16,17 +16,26 @@
 # Each figure is
 # the time of the copy and then `sync DST` (an fsync of the copy: durable
 # on every target, so delayed work is not left out); the copy alone is
-# recorded too.  The sources stay in the host's page cache (warm, the same
-# for every target: nothing here drops caches on a shared machine).  The
+# recorded too.  CACHE=cold (the default) drops, before each copy, the
+# source's cached pages (posix_fadvise DONTNEED through `dd iflag=nocache`:
+# that file only, nothing machine-wide on a shared machine) on the
+# target, and for ordfs also the image file's pages on the host, so every
+# target reads its source from the disk, as `cp` of a file written long
+# ago does.  CACHE=warm leaves them: then the kernel serves the source to
+# ordfs-rw (and to host and ext4) from its page cache, where ordfs's
+# daemon reads the image (whose writes bypass the host's page cache).  The
 # ordfs targets' statistics (ordfsctl stats --json) must show the copy as
 # bytes copied in the image for `ordfs` and as bytes written through FUSE
-# for `ordfs-rw`, or the script fails.  Prints the medians and the ratios
-# to the host's figure and ordfs-rw's, and writes OUT_DIR/copy_range.tsv.
+# for `ordfs-rw`, or the script fails.  Also recorded: the CPU time the
+# copy cost (cp's and sync's user + system time, in which the kernel's own
+# copying is, plus the ordfs daemon's).  Prints the medians and the ratios
+# to the host's figure and ordfs-rw's, and writes OUT_DIR/copy_range_CACHE.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(realpath "${1:-build}")
 OUT=${2:-$(mktemp -d)}
 SIZE_MB=${SIZE_MB:-512}
+CACHE=${CACHE:-cold}
 ROUNDS=${ROUNDS:-3}
 mkdir -p "$OUT"
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/ordfs-copy.XXXXXX")
@@ -73,19 +82,37 @@ stat_of() { # stat_of MOUNTPOINT KEY: a data_in figure of ordfsctl stats
 
 now() { date +%s.%N; }
 
-# one_copy TARGET DIR: prints "copy_s total_s" (the copy; the copy
-# and its fsync), the copy removed afterwards.
+# cpu_ticks PID: user + system clock ticks of a process so far (0 for none).
+cpu_ticks() {
+	[ -n "$1" ] || { echo 0; return; }
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+# one_copy TARGET DIR: prints "copy_s total_s cpu_s" (the copy; the copy
+# and its fsync; the CPU time of cp and sync, and of the daemon for
+# ordfs), the copy removed afterwards.
 one_copy() {
-	local dir=$2 t0 t1 t2
+	local dir=$2 t0 t1 t2 pid= d0 d1
+	case $1 in ordfs*) pid=$(cat "$WORK/$1.pid") ;; esac
+	if [ "$CACHE" = cold ]; then
+		dd if="$dir/src" iflag=nocache count=0 status=none
+		case $1 in ordfs*) dd if="$WORK/$1.img" iflag=nocache count=0 status=none ;; esac
+	fi
+	d0=$(cpu_ticks "$pid")
 	t0=$(now)
-	cp "$dir/src" "$dir/dst"
+	/usr/bin/time -f '%U %S' -o "$WORK/cp.time" cp "$dir/src" "$dir/dst"
 	t1=$(now)
-	sync "$dir/dst"
+	/usr/bin/time -f '%U %S' -o "$WORK/sync.time" sync "$dir/dst"
 	t2=$(now)
+	d1=$(cpu_ticks "$pid")
 	cmp -s "$dir/src" "$dir/dst" || { echo "copy_range.sh: $1: the copy differs" >&2; return 1; }
 	rm -f "$dir/dst"
-	python3 -c 'import sys; a,b,c=map(float,sys.argv[1:]); print("%.3f %.3f" % (b-a, c-a))' \
-		"$t0" "$t1" "$t2"
+	python3 -c 'import os, sys
+a, b, c = map(float, sys.argv[1:4])
+tools = sum(float(x) for f in sys.argv[4:6] for x in open(f).read().split())
+daemon = (int(sys.argv[7]) - int(sys.argv[6])) / os.sysconf("SC_CLK_TCK")
+print("%.3f %.3f %.2f" % (b - a, c - a, tools + daemon))' \
+		"$t0" "$t1" "$t2" "$WORK/cp.time" "$WORK/sync.time" "$d0" "$d1"
 }
 
 head -c "$((SIZE_MB << 20))" /dev/urandom >"$WORK/src"
@@ -101,12 +128,13 @@ for t in host ext4 ordfs ordfs-rw; do
 	sync "$WORK/mnt-$t/src"
 done
 
-printf 'round\ttarget\tcopy_s\tcopy_fsync_s\n' >"$OUT/copy_range.tsv"
+TSV=$OUT/copy_range_$CACHE.tsv
+printf 'round\ttarget\tcopy_s\tcopy_fsync_s\tcpu_s\n' >"$TSV"
 for r in $(seq "$ROUNDS"); do
 	for t in host ext4 ordfs ordfs-rw; do
 		dir=$WORK/mnt-$t
 		case $t in ordfs*) w0=$(stat_of "$dir" written_bytes); c0=$(stat_of "$dir" copied_bytes) ;; esac
-		read -r copy total < <(one_copy "$t" "$dir")
+		read -r copy total cpu < <(one_copy "$t" "$dir")
 		case $t in ordfs*)
 			w=$(($(stat_of "$dir" written_bytes) - w0))
 			c=$(($(stat_of "$dir" copied_bytes) - c0))
@@ -120,25 +148,25 @@ for r in $(seq "$ROUNDS"); do
 				exit 1
 			}
 		esac
-		printf '%s\t%s\t%s\t%s\n' "$r" "$t" "$copy" "$total" | tee -a "$OUT/copy_range.tsv"
+		printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$t" "$copy" "$total" "$cpu" | tee -a "$TSV"
 	done
 done
 
-python3 - "$OUT/copy_range.tsv" "$SIZE_MB" <<'PY'
+python3 - "$TSV" "$SIZE_MB" "$CACHE" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 mb = float(sys.argv[2])
 targets = ["host", "ext4", "ordfs", "ordfs-rw"]
 med = {t: {k: statistics.median(float(r[k]) for r in rows if r["target"] == t)
-           for k in ("copy_s", "copy_fsync_s")} for t in targets}
-print("%d MiB, medians of %d rounds (MiB/s; ratios of throughput)" %
-      (mb, len(rows) // len(targets)))
-print("| target | copy s | copy+fsync s | MiB/s (copy+fsync) | x host | x ordfs-rw |")
-print("|---|---:|---:|---:|---:|---:|")
+           for k in ("copy_s", "copy_fsync_s", "cpu_s")} for t in targets}
+print("%d MiB, source %s, medians of %d rounds (MiB/s; ratios of throughput)" %
+      (mb, sys.argv[3], len(rows) // len(targets)))
+print("| target | copy s | copy+fsync s | MiB/s (copy+fsync) | x host | x ordfs-rw | CPU s |")
+print("|---|---:|---:|---:|---:|---:|---:|")
 for t in targets:
     m = med[t]
-    print("| %s | %.2f | %.2f | %.0f | %.2f | %.2f |" % (
+    print("| %s | %.2f | %.2f | %.0f | %.2f | %.2f | %.2f |" % (
         t, m["copy_s"], m["copy_fsync_s"], mb / m["copy_fsync_s"],
         med["host"]["copy_fsync_s"] / m["copy_fsync_s"],
-        med["ordfs-rw"]["copy_fsync_s"] / m["copy_fsync_s"]))
+        med["ordfs-rw"]["copy_fsync_s"] / m["copy_fsync_s"], m["cpu_s"]))
 PY
