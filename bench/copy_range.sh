@@ -47,7 +47,10 @@ cleanup() {
 		if mountpoint -q "$m"; then
 			case $m in
 			*ext4) umount "$m" ;;
-			*) fusermount3 -u "$m" ;;
+			*) # a release the kernel sends after close may still be in
+			   # flight (EBUSY): try again
+				local _
+				for _ in $(seq 50); do fusermount3 -u "$m" 2>/dev/null && break; sleep 0.2; done ;;
 			esac
 		fi
 	done
