@@ -158,6 +158,7 @@ static int destination_write(struct ordfs *fs, struct inode *dst, uint64_t pos,
 			     const struct copy_chunk *c, size_t skip, size_t n, size_t *done)
 {
 	uint32_t bs = fs->block_size;
+	ORDFS_ASSERT(skip + n <= (size_t)c->nblocks * bs); /* bytes the chunk holds */
 	*done = 0;
 	if (pos > dst->size) { /* the gap after EOF reads as zeros */
 		int err = file_zero_eof_block(fs, dst);
@@ -262,6 +263,7 @@ static ssize_t copy_chunks(struct ordfs *fs, struct inode *src, uint64_t off_in,
 			err = (int)n;
 			break;
 		}
+		ORDFS_ASSERT((size_t)n <= got);
 		done += (size_t)n;
 		if ((size_t)n < got)
 			break;

@@ -6,8 +6,9 @@
  * answers, ranges overlapping in one file are EINVAL, flagged
  * destinations are refused, set-ID bits dropped as by a write, the
  * destination read back through the page
- * cache (writeback cache off and on) shows the copy, and a copy made
- * durable by fsync survives kill -9 with fsck.ordfs -fn clean.
+ * cache (writeback cache off and on) shows the copy, a copy made durable
+ * by fsync survives kill -9 with fsck.ordfs -fn clean, and a copy across
+ * two mounts never reaches a daemon as a copy.
  */
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -424,6 +425,46 @@ START_TEST(test_copy_fsync_kill9_journal)
 }
 END_TEST
 
+/* ---- two mounts --------------------------------------------------------- */
+
+/* Across two ordfs mounts the kernel never hands one daemon the other's
+ * file (FUSE answers EXDEV itself and copies through read and write):
+ * the data arrives, and neither daemon counts a copy in its image. */
+START_TEST(test_copy_across_two_mounts_goes_through_the_kernel)
+{
+	struct mnt a, b;
+	mnt_setup(&a, "64M");
+	mnt_setup(&b, "64M");
+	mnt_start(&a, NULL);
+	mnt_start(&b, NULL);
+	mnt_write_pattern(mnt_path(&a, "src"), 300 * KIB, 4, 0644);
+	struct ordfs_stats before;
+	get_stats(&b, &before);
+	int in = open(mnt_path(&a, "src"), O_RDONLY);
+	int out = open(mnt_path(&b, "dst"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	MNT_OK(in);
+	MNT_OK(out);
+	ssize_t n = copy_range(in, 0, out, 0, 300 * KIB);
+	int e = errno;
+	MNT_OK(close(in));
+	MNT_OK(close(out));
+	/* The kernel refuses (EXDEV) or copies through read and write itself. */
+	if (n == -1) {
+		ck_assert_int_eq(e, EXDEV);
+	} else {
+		ck_assert_int_eq(n, 300 * KIB);
+		mnt_expect_pattern(mnt_path(&b, "dst"), 300 * KIB, 4);
+		struct ordfs_stats after;
+		get_stats(&b, &after);
+		ck_assert_uint_ge(after.write_bytes - before.write_bytes, 300 * KIB);
+	}
+	ck_assert_uint_eq(copied_so_far(&a), 0);
+	ck_assert_uint_eq(copied_so_far(&b), 0);
+	mnt_finish(&b);
+	mnt_finish(&a);
+}
+END_TEST
+
 /* ---- the switch the benchmark uses ------------------------------------ */
 
 /* ORDFS_NO_COPY_FILE_RANGE=1: the kernel copies through read and write,
@@ -466,6 +507,7 @@ int main(void)
 	tcase_add_test(tc, test_copy_over_cached_pages_writeback_cache);
 	tcase_add_test(tc, test_copy_fsync_kill9_ordered);
 	tcase_add_test(tc, test_copy_fsync_kill9_journal);
+	tcase_add_test(tc, test_copy_across_two_mounts_goes_through_the_kernel);
 	tcase_add_test(tc, test_copy_without_the_op_goes_through_fuse);
 	suite_add_tcase(s, tc);
 	return mnt_run_suite(s);
