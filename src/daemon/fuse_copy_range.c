@@ -5,8 +5,9 @@
  *
  * Rules:
  *  - The kernel has done its generic checks before it asks
- *    (generic_copy_file_checks: same superblock, else EXDEV and its own
- *    fallback; overlap in one file, EINVAL; an O_APPEND destination,
+ *    (generic_copy_file_checks, and FUSE's own: two superblocks never
+ *    reach a daemon, the kernel copies through read and write; overlap
+ *    in one file, EINVAL; an O_APPEND destination,
  *    EBADF; the length cut at the source's EOF); the core checks again
  *    what it must not trust.
  *  - Set-ID bits of the destination are dropped as for fallocate
