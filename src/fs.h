@@ -123,6 +123,10 @@ struct ordfs {
 	/* inode/ (pages.c) */
 	uint64_t dirty_pages;         /* delayed pages fs-wide (atomic) */
 
+	/* file/: file data taken in since mount, for ordfsctl stats */
+	uint64_t write_bytes;         /* by write requests (read_write.c, atomic) */
+	uint64_t copy_range_bytes;    /* copied in the image (copy_range.c, atomic) */
+
 	/* orphan/ */
 	struct ordfs_mutex orphan_lock;  /* orphan list (orphan.h): sb.orphan_head,
 					 next_orphan, the in-memory links */

@@ -153,6 +153,21 @@ int ordfs_truncate(struct ordfs *fs, struct inode *inode, uint64_t size);
  * must update atime reaches the filesystem. */
 bool ordfs_open_keeps_cache(struct ordfs *fs, struct inode *inode);
 
+/* copy_file_range(2) within the filesystem (file/copy_range.c): copies
+ * up to len bytes of src from off_in to dst at off_out inside the image,
+ * as a write of dst (pages, delayed allocation, the write routes), so
+ * nothing crosses the FUSE connection.  Whole source blocks that are
+ * holes stay holes where dst has a hole too.  Returns the bytes copied:
+ * fewer than len when the source ends first (0 from at or past its
+ * EOF).  Errors as the kernel's generic checks: -EINVAL for overlapping
+ * ranges in one file or a non-regular file, -EISDIR, -EOVERFLOW (a
+ * position plus len wraps), -EFBIG; -EPERM when dst's flags refuse a
+ * write (i, a); -EROFS, -ENOSPC, -EIO.  dst's set-ID bits are the
+ * caller's to drop (ordfs_drop_privs); with S on dst the copy is durable
+ * before it returns. */
+ssize_t ordfs_copy_range(struct ordfs *fs, struct inode *src, uint64_t off_in,
+			 struct inode *dst, uint64_t off_out, size_t len);
+
 /* ---- file flags (file/flags.c; the rules: inode/iflags.h) ---------------- */
 
 /* The inode's file flags: ORDFS_FL_* (format.h), the Linux FS_*_FL values,

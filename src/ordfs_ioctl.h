@@ -54,6 +54,10 @@ struct ordfs_stats {
 	uint64_t fsyncs;           /* fsync/fdatasync calls since mount */
 	uint64_t fsync_mean_ns, fsync_p50_ns, fsync_p90_ns, fsync_p99_ns, fsync_p999_ns,
 		fsync_max_ns;
+	uint64_t write_bytes;      /* file data taken by write requests (through
+				      FUSE, from the kernel) since mount */
+	uint64_t copy_range_bytes; /* file data copied inside the image by
+				      copy_file_range since mount */
 };
 #define ORDFS_IOC_STATS _IOR('o', 0x02, struct ordfs_stats)
 

@@ -7,7 +7,8 @@
  * The op files: fuse_ops.c (names, attributes, file data, directories,
  * fallocate and lseek, init, the table), fuse_xattr.c (extended attributes
  * and ACLs), fuse_ioctl.c (ORDFS_IOC_*), fuse_fileattr.c (the file-flag
- * ioctls: lsattr, chattr), open_files.c (fi->fh).  Rules as
+ * ioctls: lsattr, chattr), fuse_copy_range.c (copy_file_range),
+ * open_files.c (fi->fh).  Rules as
  * in fuse_ops.c: every handler ends in exactly one reply.
  */
 #ifndef ORDFS_FUSE_GLUE_H
@@ -68,6 +69,11 @@ void caller_of(fuse_req_t req, struct ordfs_caller *c, uint32_t *groups);
 bool caller_has_cap(pid_t pid, uid_t uid, int cap);
 
 /* ---- ops outside fuse_ops.c -------------------------------------------- */
+
+/* copy_file_range (fuse_copy_range.c). */
+void op_copy_file_range(fuse_req_t req, fuse_ino_t node_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t node_out, off_t off_out,
+			struct fuse_file_info *fi_out, size_t len, int flags);
 
 void op_setxattr(fuse_req_t req, fuse_ino_t node, const char *name, const char *value,
 		 size_t size, int flags);

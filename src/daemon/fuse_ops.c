@@ -7,7 +7,7 @@
  * on names, attributes, file data, directories, fallocate and lseek;
  * op_init and the operations table.  The other op files: fuse_xattr.c
  * (extended attributes, ACLs), fuse_ioctl.c (ORDFS_IOC_*), open_files.c
- * (the error cursor in fi->fh).  Rules:
+ * (the error cursor in fi->fh), fuse_copy_range.c (copy_file_range).  Rules:
  *  - Node id 1 (FUSE_ROOT_ID) is the root inode (2); every other node id is
  *    the inode number (inode 1 is reserved and never exposed).
  *  - Every reply that hands the kernel an entry (lookup, create, mkdir,
@@ -818,6 +818,7 @@ const struct fuse_lowlevel_ops ordfs_fuse_ops = {
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
 	.fallocate = op_fallocate,
+	.copy_file_range = op_copy_file_range,
 	.lseek = op_lseek,
 	.setxattr = op_setxattr,
 	.getxattr = op_getxattr,

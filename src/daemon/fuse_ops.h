@@ -25,6 +25,9 @@ struct daemon_ctx {
 	double negative_timeout; /* seconds it may remember that a name is absent */
 	bool writeback_cache; /* -o writeback_cache: ask for FUSE's writeback cache */
 	unsigned read_ahead_kb; /* -o read_ahead_kb: INIT must not ask for less */
+	bool no_copy_range;   /* ORDFS_NO_COPY_FILE_RANGE=1: copy_file_range is
+				 answered ENOSYS, so the kernel copies through
+				 read and write (fuse_copy_range.c) */
 #ifdef ORDFS_TEST_HOOKS /* -Dtest_hooks=true only: test_hooks.c */
 	struct blockdev *test_faults; /* the fault device (ORDFS_TEST_FAULTS=1) */
 	struct blockdev *test_record; /* the streaming recorder (ORDFS_TEST_RECORD) */
@@ -51,6 +54,11 @@ void daemon_release_all_files(struct daemon_ctx *dc);
 /* struct ordfs_options.attr_changed: tells the kernel to forget the
  * inode's cached attributes (ctx: the struct daemon_ctx). */
 void daemon_attr_changed(void *ctx, uint32_t ino);
+
+/* Does the environment turn copy_file_range off (ORDFS_NO_COPY_FILE_RANGE
+ * set to 1: the benchmarks' reference, the kernel's fallback)?
+ * (fuse_copy_range.c) */
+bool copy_range_disabled(void);
 
 extern const struct fuse_lowlevel_ops ordfs_fuse_ops;
 

@@ -555,6 +555,7 @@ int main(int argc, char **argv)
 				   .negative_timeout = DAEMON_NEGATIVE_TIMEOUT,
 				   .writeback_cache = o.writeback_cache,
 				   .read_ahead_kb = o.read_ahead_kb,
+				   .no_copy_range = copy_range_disabled(),
 				   .options = &o };
 	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
 	if (!reopen && test_hooks_setup(&dctx, image_bd, &bd) != 0) {

@@ -167,6 +167,7 @@ ssize_t ordfs_write_by(struct ordfs *fs, struct inode *inode, const void *buf, s
 			inode->size = pos + chunk;
 	}
 	if (done > 0) {
+		__atomic_add_fetch(&fs->write_bytes, (uint64_t)done, __ATOMIC_RELAXED);
 		inode->d.mtime = inode->d.ctime = ordfs_now();
 		/* Set-user-ID is not cleared here: the kernel does it, with a
 		 * setattr before the write, for writers without CAP_FSETID. */

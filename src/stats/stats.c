@@ -1,7 +1,8 @@
 /*
  * stats.c - gathers what `ordfsctl stats` shows from the parts that keep
  * it: the journal (commits, log use), the flush guard (flushes, failures,
- * state), the page cache (dirty bytes) and the fsync latency histogram
+ * state), the page cache (dirty bytes), the file data taken in (written,
+ * copied: fs->write_bytes, fs->copy_range_bytes) and the fsync latency histogram
  * (fs->fsync_latency, recorded by ordfs_fsync).  Reads only; takes each
  * part's own lock through its accessor, never two at once.
  */
@@ -74,6 +75,9 @@ void ordfs_stats_fill(struct ordfs *fs, struct ordfs_stats *out)
 	uint64_t limit = writeback_dirty_limit_pages(fs);
 	out->dirty_bytes = __atomic_load_n(&fs->dirty_pages, __ATOMIC_RELAXED) * fs->block_size;
 	out->dirty_limit_bytes = limit * fs->block_size;
+
+	out->write_bytes = __atomic_load_n(&fs->write_bytes, __ATOMIC_RELAXED);
+	out->copy_range_bytes = __atomic_load_n(&fs->copy_range_bytes, __ATOMIC_RELAXED);
 
 	const struct latency_hist *h = &fs->fsync_latency;
 	out->fsyncs = __atomic_load_n(&h->count, __ATOMIC_RELAXED);

@@ -70,6 +70,9 @@ void stats_print_text(FILE *out, const char *mountpoint, const struct ordfs_stat
 	bytes(a, sizeof(a), st->dirty_bytes);
 	bytes(b, sizeof(b), st->dirty_limit_bytes);
 	fprintf(out, "  dirty data:     %s (limit %s)\n", a, b);
+	bytes(a, sizeof(a), st->write_bytes);
+	bytes(b, sizeof(b), st->copy_range_bytes);
+	fprintf(out, "  data in:        %s written, %s copied in the image\n", a, b);
 	if (!st->fsyncs) {
 		fprintf(out, "  fsync latency:  no fsync since mount\n");
 		return;
@@ -115,6 +118,8 @@ void stats_print_json(FILE *out, const struct ordfs_stats *st)
 		st->retained_blocks);
 	fprintf(out, ", \"dirty\": {\"bytes\": %" PRIu64 ", \"limit_bytes\": %" PRIu64 "}",
 		st->dirty_bytes, st->dirty_limit_bytes);
+	fprintf(out, ", \"data_in\": {\"written_bytes\": %" PRIu64 ", \"copied_bytes\": %" PRIu64 "}",
+		st->write_bytes, st->copy_range_bytes);
 	fprintf(out, ", \"fsync\": {\"calls\": %" PRIu64 ", \"mean_ns\": %" PRIu64
 		", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64
 		", \"p999_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64 "}}\n", st->fsyncs,
