@@ -19,7 +19,9 @@
  *    ext4 writes back and drops the page cache from offset on), so d.size
  *    equals the size; then the unmap or the cut, the shift, the new size
  *    and the times go into ONE handle.  After a power cut the file has its
- *    old shape or its new one, never a half-shifted tree.  A shift whose
+ *    old shape or its new one, never a half-shifted tree; a step that
+ *    fails after an earlier one changed the tree aborts the journal
+ *    (journal_abort_half_done), so the half never commits.  A shift whose
  *    handle would need more blocks than the journal's largest handle is
  *    refused with -ENOSPC before anything changes (jbd2's answer to a
  *    handle larger than its journal allows); with the default journal
@@ -33,6 +35,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <linux/falloc.h>
 
 #include "fs.h"
@@ -95,6 +98,30 @@ static int shift_finish(struct ordfs *fs, struct handle *h, struct inode *inode,
 	return inode_write(fs, h, inode, INODE_WRITE_DATASYNC);
 }
 
+/* Unmaps [first, first + count) in the open handle, one record change per
+ * call, so *changed says whether a failure comes after a change. */
+static int unmap_in_handle(struct ordfs *fs, struct handle *h, struct inode *inode,
+			   uint64_t first, uint64_t count, uint32_t steps, bool *changed)
+{
+	int more = steps > 0;
+	for (uint32_t i = 0; i < steps && more == 1; i++) {
+		more = extent_remove(fs, h, inode, first, count, 1);
+		*changed |= more >= 0;
+	}
+	ORDFS_ASSERT(more <= 0); /* the steps counted are all it takes [E5] */
+	return more < 0 ? more : more > 0 ? -EIO : 0;
+}
+
+/* Ends the shift's handle.  A failure after the tree changed aborts the
+ * journal, so half a shift never commits. */
+static int shift_stop(struct ordfs *fs, struct handle *h, bool changed, int err)
+{
+	if (err && changed)
+		journal_abort_half_done(fs->journal, err);
+	int serr = journal_stop(h);
+	return err ? err : serr;
+}
+
 static int collapse(struct ordfs *fs, struct inode *inode, uint64_t off, uint64_t len)
 {
 	uint32_t bs = fs->block_size;
@@ -108,15 +135,14 @@ static int collapse(struct ordfs *fs, struct inode *inode, uint64_t off, uint64_
 		err = journal_start(fs->journal, credits, &h);
 	if (err)
 		return err;
-	int more = steps ? extent_remove(fs, h, inode, first, count, steps) : 0;
-	ORDFS_ASSERT(more <= 0); /* the steps counted are all it takes [E5] */
-	err = more < 0 ? more : more > 0 ? -EIO : 0;
+	bool changed = false;
+	err = unmap_in_handle(fs, h, inode, first, count, steps, &changed);
 	if (!err)
 		err = extent_shift(fs, h, inode, first + count, -(int64_t)count);
+	changed |= !err; /* extent_shift changes all or nothing (E4) */
 	if (!err)
 		err = shift_finish(fs, h, inode, inode->size - len);
-	int serr = journal_stop(h);
-	return err ? err : serr;
+	return shift_stop(fs, h, changed, err);
 }
 
 static int insert(struct ordfs *fs, struct inode *inode, uint64_t off, uint64_t len)
@@ -130,13 +156,14 @@ static int insert(struct ordfs *fs, struct inode *inode, uint64_t off, uint64_t 
 		err = journal_start(fs->journal, credits, &h);
 	if (err)
 		return err;
+	/* A record cut in two maps the same blocks: the file is unchanged. */
 	err = extent_split_at(fs, h, inode, first);
 	if (!err)
 		err = extent_shift(fs, h, inode, first, (int64_t)count);
+	bool changed = !err;
 	if (!err)
 		err = shift_finish(fs, h, inode, inode->size + len);
-	int serr = journal_stop(h);
-	return err ? err : serr;
+	return shift_stop(fs, h, changed, err);
 }
 
 int file_shift_range(struct ordfs *fs, struct inode *inode, int mode, uint64_t off,
