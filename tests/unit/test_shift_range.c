@@ -481,6 +481,7 @@ START_TEST(test_shift_refusals)
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, COLLAPSE, B, 3), -EINVAL);
 	ck_assert_uint_eq(pages_count(f), pages);
 	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	free(s.map.e);
 	snap(&t, f, &m, &s);
 
 	/* Not regular files. */
