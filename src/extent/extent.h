@@ -53,6 +53,10 @@ int extent_insert(struct ordfs *fs, struct handle *h, struct inode *inode,
  * handle if needed), 0 when the range is a hole, or a negative errno. */
 int extent_remove(struct ordfs *fs, struct handle *h, struct inode *inode, uint64_t lblk,
 		  uint64_t count, uint32_t max_records);
+/* The record changes extent_remove needs to unmap all of [lblk, lblk +
+ * count) in one call (its max_records; 0 for a hole). */
+int extent_remove_steps(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint64_t count,
+			uint32_t *steps);
 
 /* Gives every mapped block in [lblk, lblk + count) the leaf flags `flags`
  * (0 = written, or ORDFS_EXT_UNWRITTEN), splitting records at the range
@@ -64,6 +68,24 @@ int extent_remove(struct ordfs *fs, struct handle *h, struct inode *inode, uint6
  * negative errno. */
 int extent_set_flags(struct ordfs *fs, struct handle *h, struct inode *inode, uint64_t lblk,
 		     uint64_t count, uint32_t flags, uint32_t max_records);
+
+/* Moves every record at or after logical block `start` by `delta` blocks
+ * (negative: toward the start of the file), index keys included; blocks,
+ * lengths and flags stay, and so does every record before start.  Refused
+ * with nothing changed: a record crossing start, or one in
+ * [start + delta, start) for a move left (-EINVAL); a record moved past
+ * the last logical block (-EFBIG).  The handle needs
+ * extent_shift_credits(fs, inode, start). */
+int extent_shift(struct ordfs *fs, struct handle *h, struct inode *inode, uint64_t start,
+		 int64_t delta);
+/* The credits extent_shift(start) needs: the tree blocks holding a key at
+ * or after start, the inode, and room for one record split made before it
+ * in the same handle. */
+int extent_shift_credits(struct ordfs *fs, struct inode *inode, uint64_t start,
+			 uint32_t *credits);
+/* Cuts the record that crosses lblk (starts before it, ends after it) in
+ * two at lblk; nothing if none does.  Needs extent_credits(fs, inode, 2). */
+int extent_split_at(struct ordfs *fs, struct handle *h, struct inode *inode, uint64_t lblk);
 
 /* Worst-case metadata blocks one insert or remove (of up to max_records)
  * can dirty: tree path splits, bitmap blocks, the inode. */

@@ -13,6 +13,8 @@
  *     never empties and no key above it changes.
  *  - E4: write access (and a split's blocks, ext_split_prepare) before any
  *    node changes; E6: a split's new tree blocks go into d.blocks.
+ *  - ext_record_split (also used by extent_shift.c) is the one place a
+ *    record is cut in two without unmapping anything.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -55,10 +57,8 @@ static int find_to_change(struct ordfs *fs, struct inode *inode, uint64_t lo, ui
 	return 0;
 }
 
-/* Splits the leaf record r at the path's idx into [r.logical, at) and
- * [at, end of r), both with r's flags; may split nodes upward. */
-static int split_record(struct ordfs *fs, struct handle *h, struct inode *inode, struct path *p,
-			const struct ordfs_extent *r, uint64_t at)
+int ext_record_split(struct ordfs *fs, struct handle *h, struct inode *inode, struct path *p,
+		     const struct ordfs_extent *r, uint64_t at)
 {
 	struct split_plan plan;
 	int err = ext_split_prepare(fs, h, p, &plan);
@@ -181,7 +181,7 @@ static int flags_step(struct ordfs *fs, struct handle *h, struct inode *inode, u
 			return 2;
 		}
 		if (moved == 0)
-			err = split_record(fs, h, inode, &p, &r, head_stays ? a : b);
+			err = ext_record_split(fs, h, inode, &p, &r, head_stays ? a : b);
 		err = moved < 0 ? moved : err;
 	}
 	ext_path_release(fs, &p);

@@ -13,7 +13,9 @@
  *                    extent_insert
  *   extent_remove.c  extent_remove: cutting records, freeing blocks,
  *                    shrinking the tree [E5, E7]
- *   extent_flags.c   extent_set_flags [E8]
+ *   extent_flags.c   extent_set_flags [E8], ext_record_split
+ *   extent_shift.c   extent_shift, extent_split_at: moving records along
+ *                    the file (collapse and insert range) [E9]
  *
  * Layout (format.h, "extents"):
  *   root:        inode->d.data: node header (8 bytes) + up to
@@ -43,6 +45,9 @@
  *  E6 inode->d.blocks = mapped data blocks + tree blocks.
  *  E7 How mapped blocks are freed (extent_remove.c).
  *  E8 extent_set_flags changes flags only (extent_flags.c).
+ *  E9 extent_shift changes logical blocks and keys only, by the same
+ *     amount for every record at or after its start, so order, shape,
+ *     blocks and flags stay (extent_shift.c).
  *
  * Tree blocks are metadata: alloc_blocks() / alloc_free_blocks(ALLOC_METADATA)
  * and journal_get_write_access(JWA_CSUM_HDR) before any change.  Callers hold
@@ -215,6 +220,14 @@ int ext_path_access(struct handle *h, const struct path *p, unsigned from, unsig
  * node at `level` does; then ext_keys_fix() sets them [E1]. */
 int ext_keys_access(struct handle *h, const struct path *p, unsigned level);
 void ext_keys_fix(struct path *p, unsigned level, uint64_t key);
+
+/* ---- splitting a record (extent_flags.c) ------------------------------------ */
+
+/* Splits the leaf record r at the path's idx into [r.logical, at) and
+ * [at, end of r), both with r's flags and blocks; may split nodes upward
+ * (E4: everything that can fail comes first). */
+int ext_record_split(struct ordfs *fs, struct handle *h, struct inode *inode, struct path *p,
+		     const struct ordfs_extent *r, uint64_t at);
 
 /* ---- adding a record (extent_insert.c) --------------------------------------- */
 

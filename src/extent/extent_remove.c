@@ -233,6 +233,37 @@ static int tree_shrink(struct ordfs *fs, struct handle *h, struct inode *inode)
 	return 0;
 }
 
+/* Counts the steps remove_step takes over [lblk, end): one per bitmap
+ * block's worth of each mapped record's overlap [E5]. */
+struct steps {
+	uint64_t lblk, end, chunk, n;
+};
+
+static int count_steps(void *ctx, const struct ordfs_extent *e)
+{
+	struct steps *st = ctx;
+	uint64_t lo = e->logical > st->lblk ? e->logical : st->lblk;
+	uint64_t hi = ext_end(e) < st->end ? ext_end(e) : st->end;
+	if (e->logical >= st->end)
+		return 1; /* past the range: stop the walk */
+	if (hi > lo)
+		st->n += (hi - lo + st->chunk - 1) / st->chunk;
+	return 0;
+}
+
+int extent_remove_steps(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint64_t count,
+			uint32_t *steps)
+{
+	uint64_t end = count > UINT64_MAX - lblk ? UINT64_MAX : lblk + count;
+	struct steps st = { lblk, end, ordfs_bits_per_bitmap_block(fs->block_size), 0 };
+	struct extent_walk_ops ops = { NULL, count_steps, &st };
+	int ret = extent_walk(fs, inode, &ops);
+	if (ret < 0)
+		return ret;
+	*steps = st.n > UINT32_MAX ? UINT32_MAX : (uint32_t)st.n;
+	return 0;
+}
+
 int extent_remove(struct ordfs *fs, struct handle *h, struct inode *inode, uint64_t lblk,
 		  uint64_t count, uint32_t max_records)
 {

@@ -26,6 +26,8 @@
  *    blocks inside marked UNWRITTEN (metadata only: the old bytes stay on
  *    disk, unreachable), then holes preallocated as in mode 0.  The size
  *    grows unless KEEP_SIZE.
+ *  - COLLAPSE_RANGE, INSERT_RANGE: shift_range.c (each alone, block
+ *    aligned, atomic: one handle).
  *  - Every mode sets mtime and ctime; set-user-ID is cleared by the kernel
  *    (a setattr before the call) for callers without CAP_FSETID, as for write.
  *  - File flags (iflags.h): i refuses every mode, a all but preallocation
@@ -69,7 +71,9 @@
 #include "journal/journal.h"
 #include "lock/lock.h"
 
-#define FALLOC_SUPPORTED (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)
+#define FALLOC_SHIFT (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE)
+#define FALLOC_SUPPORTED \
+	(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_SHIFT)
 #define MAX_FILE_BYTES (1ull << 62)
 
 /* One call's state: the file and the sorted blocks that have pages. */
@@ -347,7 +351,12 @@ static int fallocate_check(struct ordfs *fs, const struct inode *inode, int mode
 	if (len == 0 || off > INT64_MAX || len > INT64_MAX)
 		return -EINVAL;
 	if (mode & ~FALLOC_SUPPORTED)
-		return -EOPNOTSUPP; /* COLLAPSE_RANGE, INSERT_RANGE, UNSHARE_RANGE, ... */
+		return -EOPNOTSUPP; /* UNSHARE_RANGE, WRITE_ZEROES, ... */
+	/* Collapse and insert stand alone (since Linux 6.11 EOPNOTSUPP, before
+	 * it EINVAL). */
+	if ((mode & FALLOC_SHIFT) && mode != FALLOC_FL_COLLAPSE_RANGE &&
+	    mode != FALLOC_FL_INSERT_RANGE)
+		return -EOPNOTSUPP;
 	if ((mode & FALLOC_FL_PUNCH_HOLE) &&
 	    ((mode & FALLOC_FL_ZERO_RANGE) || !(mode & FALLOC_FL_KEEP_SIZE)))
 		return -EOPNOTSUPP;
@@ -402,7 +411,11 @@ static int fallocate_once(struct ordfs *fs, struct inode *inode, int mode, uint6
 							  : IFLAGS_PREALLOCATE);
 	if (!err)
 		err = pages_load(&sp);
-	if (!err && (mode & FALLOC_FL_PUNCH_HOLE)) {
+	if (!err && (mode & FALLOC_SHIFT)) {
+		/* the size and the times go with the shift, in its handle */
+		err = file_shift_range(fs, inode, mode, off, len, MAX_FILE_BYTES);
+		goto out;
+	} else if (!err && (mode & FALLOC_FL_PUNCH_HOLE)) {
 		err = punch_hole(&sp, off, end);
 	} else if (!err && (mode & FALLOC_FL_ZERO_RANGE)) {
 		err = zero_range(&sp, off, end);
@@ -413,6 +426,7 @@ static int fallocate_once(struct ordfs *fs, struct inode *inode, int mode, uint6
 	}
 	if (!err)
 		err = fallocate_finish(fs, inode, keep ? 0 : end);
+out:
 	ordfs_rwlock_unlock(&inode->lock);
 	free(sp.pages);
 	return err;

@@ -39,6 +39,11 @@ int file_zero_partial(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint
  * data; that write extends the file (writeback/route.h).  Called with
  * inode->size still the old size. */
 int file_zero_eof_block(struct ordfs *fs, struct inode *inode);
+/* FALLOC_FL_COLLAPSE_RANGE or FALLOC_FL_INSERT_RANGE (`mode`, alone) of
+ * [off, off + len) with ext4's rules, in one handle (shift_range.c);
+ * max_bytes is the largest file size. */
+int file_shift_range(struct ordfs *fs, struct inode *inode, int mode, uint64_t off,
+		     uint64_t len, uint64_t max_bytes);
 /* truncate(2) with the lock held. */
 int ordfs_truncate_locked(struct ordfs *fs, struct inode *inode, uint64_t size);
 /* After an operation changed inode (err: its result): when `sync` (the

@@ -93,7 +93,7 @@ int main(int argc, char **argv)
 		}
 	}
 	struct crash_tier t = {
-		.fixed = 24, .one_op = 180, .two_op = 150, .two_op_other = 60,
+		.fixed = 30, /* 5 handwritten x 3 modes x 2 journals */ .one_op = 180, .two_op = 150, .two_op_other = 60,
 		.three_op = 40, .long_runs = 6, .long_ops = 150,
 		.tail_one = 400, .tail_two = 200, .logfile = 6, .seed = seed,
 	};

@@ -111,6 +111,30 @@ static void on_rename(struct promises *p, const char *from, const char *to, uint
 	}
 }
 
+/* A collapse or insert moved every byte of ino at or after `from` by
+ * delta: each write reaching past from is also allowed at its new place
+ * (its bytes keep their pattern; a part moved below offset 0 is cut). */
+static void move_writes(struct promises *p, uint32_t ino, uint64_t from, int64_t delta)
+{
+	size_t n = p->nw;
+	for (size_t i = 0; i < n && p->nw < MAX_WRITES; i++) {
+		struct data_write w = p->w[i];
+		if (w.ino != ino || w.off + w.len <= from)
+			continue;
+		int64_t to = (int64_t)w.off + delta;
+		if (to < 0) {
+			uint64_t cut = (uint64_t)-to;
+			if (cut >= w.len)
+				continue;
+			w.fill = (uint8_t)(w.fill + cut * 7);
+			w.len -= cut;
+			to = 0;
+		}
+		w.off = (uint64_t)to;
+		p->w[p->nw++] = w;
+	}
+}
+
 static void gather(const struct crash_log *log, size_t limit, size_t nversions,
 		   struct promises *p)
 {
@@ -120,6 +144,7 @@ static void gather(const struct crash_log *log, size_t limit, size_t nversions,
 		const char *m = (const char *)log->ev[i].data;
 		char path[128], to[128];
 		uint64_t fh = 0, dh = 0, size = 0, off, len;
+		int64_t delta;
 		unsigned ino, fill;
 		struct expectation *e;
 		switch (m[0]) {
@@ -165,6 +190,10 @@ static void gather(const struct crash_log *log, size_t limit, size_t nversions,
 			if (sscanf(m, "W %u %" SCNu64 " %" SCNu64 " %u", &ino, &off, &len, &fill) == 4 &&
 			    p->nw < MAX_WRITES)
 				p->w[p->nw++] = (struct data_write){ ino, off, len, (uint8_t)fill };
+			break;
+		case 'M':
+			if (sscanf(m, "M %u %" SCNu64 " %" SCNd64, &ino, &off, &delta) == 3)
+				move_writes(p, ino, off, delta);
 			break;
 		case 'V':
 		case 'S':

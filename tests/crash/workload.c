@@ -366,6 +366,12 @@ void op_fallocate(struct crash_run *r, const char *path, int mode, uint64_t off,
 	if (!f)
 		return;
 	touch_inode(r, path);
+	/* Collapse and insert move bytes: the oracle's writes move with them
+	 * ("M ino from delta": every byte at or after from, by delta). */
+	if (mode == 0x08 /* COLLAPSE_RANGE */)
+		mark(r, "M %u %" PRIu64 " -%" PRIu64, f->ino, off + len, len);
+	else if (mode == 0x20 /* INSERT_RANGE */)
+		mark(r, "M %u %" PRIu64 " %" PRIu64, f->ino, off, len);
 	size_t k = version_begin(r, f);
 	if (S_ISREG(f->d.mode))
 		(void)ordfs_fallocate(r->fs, f, mode, off, len);

@@ -79,6 +79,24 @@ static void w_truncate_fallocate(struct crash_run *r)
 	op_fsync(r, "t", true);
 }
 
+/* Collapse and insert range: over delayed pages (written back inside the
+ * operation), over preallocated blocks past EOF, with and without fsync
+ * between them.  Each is one handle: the file shows its old or its new
+ * shape. */
+static void w_collapse_insert(struct crash_run *r)
+{
+	op_write(r, "t", 0, 90000);
+	op_fsync(r, "t", false);
+	op_fallocate(r, "t", 0x08 /* COLLAPSE_RANGE */, 8192, 16384);
+	op_write(r, "t", 3000, 5000);
+	op_fallocate(r, "t", 0x20 /* INSERT_RANGE */, 4096, 12288);
+	op_fsync(r, "t", false);
+	op_fallocate(r, "t", 0x01 /* KEEP_SIZE */, 0, 120000);
+	op_fallocate(r, "t", 0x08, 40960, 8192);
+	op_fallocate(r, "t", 0x20, 0, 4096);
+	op_fsync(r, "t", true);
+}
+
 static void w_unlink_mkdir(struct crash_run *r)
 {
 	op_mkdir(r, "A");
@@ -100,6 +118,7 @@ static const struct {
 	{ "rename-replace", w_rename_replace },
 	{ "truncate-fallocate", w_truncate_fallocate },
 	{ "unlink-mkdir", w_unlink_mkdir },
+	{ "collapse-insert", w_collapse_insert },
 };
 #define NFIXED (sizeof(fixed) / sizeof(fixed[0]))
 
