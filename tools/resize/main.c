@@ -169,15 +169,20 @@ static int new_block_count(const struct resize_options *o, struct blockdev *bd,
 			   const struct ordfs_super *sb, uint64_t *count)
 {
 	uint32_t bs = ordfs_block_size(sb);
-	uint64_t dev_blocks = bd->size / bs;
+	/* On NBD the export's last 512 bytes stay outside the filesystem, for
+	 * the owner record (as mkfs.ordfs leaves them). */
+	uint64_t room = bd->size;
+	if (blockdev_is_nbd_uri(o->image))
+		room = room > ORDFS_OWNER_SIZE ? room - ORDFS_OWNER_SIZE : 0;
+	uint64_t dev_blocks = room / bs;
 	if (!o->size_arg) {
 		*count = dev_blocks;
 		return 0;
 	}
 	*count = o->size / bs;
 	if (*count > dev_blocks) {
-		image_error(o->image, "size %s is larger than the device (%" PRIu64 " bytes)",
-			    o->size_arg, bd->size);
+		image_error(o->image, "size %s is larger than the device (%" PRIu64 " blocks "
+			    "of %" PRIu32 " bytes fit)", o->size_arg, dev_blocks, bs);
 		return -EFBIG;
 	}
 	return 0;
@@ -193,18 +198,23 @@ static int resize(const struct resize_options *o)
 	int err = ordfs_read_super(bd, false, &old, &why);
 	if (err)
 		image_error(o->image, "%s (run fsck.ordfs)", why);
+	/* The owner record first: on NBD it is what says "in use". */
+	struct owner_claim *claim = NULL;
+	if (!err) {
+		char owhy[300];
+		struct owner_opts oo = { .program = PROG };
+		err = owner_take(bd, old.block_count, ordfs_block_size(&old), &oo, true, &claim,
+				 owhy, sizeof(owhy));
+		if (err)
+			image_error(o->image, "%s", owhy);
+	}
 	uint64_t count = 0;
 	if (!err)
 		err = check_image_state(o, bd, &old);
 	if (!err)
 		err = new_block_count(o, bd, &old, &count);
-	if (!err && count == old.block_count) {
-		printf("The filesystem on %s is already %" PRIu64 " blocks long; nothing to do.\n",
-		       o->image, count);
-		blockdev_destroy(bd);
-		return 0;
-	}
-	if (!err && (err = ordfs_grow_geometry(&old, count, &grown, &why)) != 0) {
+	bool nothing_to_do = !err && count == old.block_count;
+	if (!err && !nothing_to_do && (err = ordfs_grow_geometry(&old, count, &grown, &why)) != 0) {
 		if (err == -EFBIG && count <= (1ull << 48))
 			image_error(o->image, "%s: at most %" PRIu64 " blocks of %" PRIu32
 				    " bytes (%" PRIu64 " asked)", why, ordfs_grow_max_blocks(&old),
@@ -213,28 +223,31 @@ static int resize(const struct resize_options *o)
 			image_error(o->image, "%s (%" PRIu64 " blocks of %" PRIu32 " bytes)", why,
 				    old.block_count, ordfs_block_size(&old));
 	}
-	struct owner_claim *claim = NULL;
-	if (!err) {
-		/* Taken for the new geometry: the record must lie past the new
-		 * backup superblock too. */
-		char owhy[300];
-		struct owner_opts oo = { .program = PROG };
-		err = owner_take(bd, grown.block_count, ordfs_block_size(&grown), &oo, true,
-				 &claim, owhy, sizeof(owhy));
-		if (err)
-			image_error(o->image, "%s", owhy);
+	if (!err && !nothing_to_do) {
+		/* A file or block device (the flock holds it) grown to its last
+		 * block with 1 KiB blocks: the record's sector becomes the new
+		 * backup's second copy, so it is given back first. */
+		if (claim && !owner_record_fits(bd->size, grown.block_count,
+						ordfs_block_size(&grown))) {
+			owner_release(claim);
+			claim = NULL;
+		}
+		if ((err = ordfs_grow_offline(bd, &old, &grown)) != 0)
+			image_error(o->image, "cannot grow the filesystem: %s (run fsck.ordfs)",
+				    strerror(-err));
 	}
-	if (!err && (err = ordfs_grow_offline(bd, &old, &grown)) != 0)
-		image_error(o->image, "cannot grow the filesystem: %s (run fsck.ordfs)",
-			    strerror(-err));
 	if (claim)
 		owner_release(claim);
 	blockdev_destroy(bd);
 	if (err)
 		return -1;
-	printf("The filesystem on %s is now %" PRIu64 " blocks of %" PRIu32 " bytes long "
-	       "(was %" PRIu64 ").\n", o->image, grown.block_count, ordfs_block_size(&grown),
-	       old.block_count);
+	if (nothing_to_do)
+		printf("The filesystem on %s is already %" PRIu64 " blocks long; nothing to do.\n",
+		       o->image, count);
+	else
+		printf("The filesystem on %s is now %" PRIu64 " blocks of %" PRIu32 " bytes long "
+		       "(was %" PRIu64 ").\n", o->image, grown.block_count,
+		       ordfs_block_size(&grown), old.block_count);
 	return 0;
 }
 
