@@ -236,7 +236,9 @@ static int resize(const struct resize_options *o)
 			image_error(o->image, "cannot grow the filesystem: %s (run fsck.ordfs)",
 				    strerror(-err));
 	}
-	if (claim)
+	if (err)
+		owner_undo(claim); /* a refused grow leaves the image as it was */
+	else
 		owner_release(claim);
 	blockdev_destroy(bd);
 	if (err)
