@@ -2,12 +2,14 @@
  * test_grow.c - growing an unmounted filesystem (super/grow.c): the
  * geometry (what grows, what is refused), the offline grow on a memory
  * device (checker clean at the new size, the new blocks allocatable), and
- * a cut at every write of the grow (checker clean at the old or the new
- * size, with every inode kept).
+ * a cut at every write of the grow, with the writes before it kept or with
+ * the unflushed ones lost as in a power cut (checker clean, after replay,
+ * at the old or the new size, with every inode kept).
  */
 #include "suite_main.h"
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,9 +143,10 @@ START_TEST(test_offline_grow_is_clean_and_usable)
 END_TEST
 
 /* A cut at every write of the grow: the writes from the nth on fail (and
- * write nothing); the image left must check clean at the old or the new
- * size, with the same inodes and blocks in use. */
-START_TEST(test_grow_cut_at_every_write)
+ * write nothing); with power_cut, the writes since the last flush are lost
+ * too, as a power cut loses a disk cache.  The image left must check clean
+ * at the old or the new size, with the same inodes and blocks in use. */
+static void cut_at_every_write(bool power_cut)
 {
 	uint8_t *img = make_image();
 	unsigned cuts = 0, old_seen = 0, new_seen = 0;
@@ -155,11 +158,14 @@ START_TEST(test_grow_cut_at_every_write)
 		ck_assert_int_eq(ordfs_read_super(mem, false, &sb, &why), 0);
 		struct check_result before = check_dev(mem);
 		ck_assert_int_eq(blockdev_record_create(mem, false, &rec), 0);
+		blockdev_record_drop_unflushed(rec, power_cut);
 		struct blockdev_fault f = { .nth = nth, .err = -EIO, .persistent = true };
 		blockdev_record_fault(rec, BD_EV_WRITE, &f);
 		ck_assert_int_eq(ordfs_grow_geometry(&sb, NEW_SIZE / 4096, &grown, &why), 0);
 		int err = ordfs_grow_offline(rec, &sb, &grown);
 		bool fired = blockdev_record_faults_fired(rec) > 0;
+		if (power_cut)
+			blockdev_record_power_cut(rec);
 		blockdev_destroy(rec);
 		/* as fsck.ordfs: replay the journal, then check */
 		ck_assert_int_eq(ordfs_read_super(mem, false, &after, &why), 0);
@@ -197,12 +203,23 @@ START_TEST(test_grow_cut_at_every_write)
 		ck_assert_int_ne(err, 0);
 		cuts++;
 	}
-	fprintf(stderr, "grow cut at %u writes: %u states at the old size, %u at the new\n", cuts,
-		old_seen, new_seen);
+	fprintf(stderr, "grow cut (%s) at %u writes: %u states at the old size, %u at the new\n",
+		power_cut ? "power cut" : "writes failing", cuts, old_seen, new_seen);
 	ck_assert_uint_ge(cuts, 5);
 	ck_assert_uint_gt(old_seen, 0);
 	ck_assert_uint_gt(new_seen, 1);
 	free(img);
+}
+
+START_TEST(test_grow_cut_at_every_write)
+{
+	cut_at_every_write(false);
+}
+END_TEST
+
+START_TEST(test_grow_power_cut_at_every_write)
+{
+	cut_at_every_write(true);
 }
 END_TEST
 
@@ -213,6 +230,7 @@ static Suite *grow_suite(void)
 	tcase_add_test(tc, test_geometry_grows_within_the_bitmap);
 	tcase_add_test(tc, test_offline_grow_is_clean_and_usable);
 	tcase_add_test(tc, test_grow_cut_at_every_write);
+	tcase_add_test(tc, test_grow_power_cut_at_every_write);
 	suite_add_tcase(s, tc);
 	return s;
 }
