@@ -87,7 +87,7 @@ check "lintian finds no errors (no E: line)" bash -c "! grep -q '^E: ' '$WORK/li
 dpkg-deb -c "$DEB" | awk '{ p = $6; sub(/^\./, "", p); print p ($7 == "->" ? " -> " $8 : "") }' \
 	>"$WORK/contents"
 has() { grep -qx -- "$1" "$WORK/contents"; }
-for prog in ordfs mkfs.ordfs fsck.ordfs tune.ordfs dump.ordfs ordfsctl umount.ordfs; do
+for prog in ordfs mkfs.ordfs fsck.ordfs tune.ordfs dump.ordfs resize.ordfs ordfsctl umount.ordfs; do
 	check "the .deb has /usr/sbin/$prog" has "/usr/sbin/$prog"
 done
 # umount(8) runs /sbin/umount.<type>; on Debian 12 /sbin is /usr/sbin.

@@ -27,7 +27,7 @@ command -v man >/dev/null 2>&1 || skip "man(1) is missing (Debian package man-db
 command -v groff >/dev/null 2>&1 || skip "groff is missing (Debian package groff-base)"
 [ -d "$MANDIR" ] || { echo "FAIL  no manual page directory $MANDIR"; exit 1; }
 
-PROGRAMS=(ordfs ordfsctl mkfs.ordfs fsck.ordfs tune.ordfs dump.ordfs umount.ordfs)
+PROGRAMS=(ordfs ordfsctl mkfs.ordfs fsck.ordfs tune.ordfs dump.ordfs umount.ordfs resize.ordfs)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ordfs-man.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT

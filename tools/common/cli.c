@@ -2,7 +2,12 @@
  * cli.c - the command line and output helpers the image tools share (see
  * cli.h for what it owns and its rules).
  */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -141,4 +146,45 @@ void cli_format_uuid(const uint8_t u[ORDFS_UUID_LEN], char out[37])
 		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
 		 u[12], u[13], u[14], u[15]);
+}
+
+/* A decimal number with nothing after it; false on junk or overflow. */
+static bool cli_parse_u64(const char *s, uint64_t *out)
+{
+	if (!isdigit((unsigned char)s[0]))
+		return false;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Bytes, or a number with a K/M/G/T suffix (powers of 1024). */
+bool cli_parse_size(const char *s, uint64_t *out)
+{
+	size_t len = strlen(s);
+	unsigned shift = 0;
+	if (len == 0)
+		return false;
+	switch (s[len - 1]) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	default: break;
+	}
+	char digits[32];
+	size_t ndigits = shift ? len - 1 : len;
+	if (ndigits == 0 || ndigits >= sizeof(digits))
+		return false;
+	memcpy(digits, s, ndigits);
+	digits[ndigits] = '\0';
+	uint64_t v;
+	if (!cli_parse_u64(digits, &v) || v == 0 || v > (UINT64_MAX >> shift))
+		return false;
+	*out = v << shift;
+	return true;
 }

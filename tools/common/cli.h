@@ -88,4 +88,8 @@ void cli_format_bytes(uint64_t bytes, enum cli_largest_unit largest, char *buf, 
 /* xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx */
 void cli_format_uuid(const uint8_t uuid[ORDFS_UUID_LEN], char out[37]);
 
+/* SIZE: bytes, or a number with a K/M/G/T suffix (powers of 1024); not 0.
+ * false on junk or overflow.  mkfs.ordfs and resize.ordfs. */
+bool cli_parse_size(const char *s, uint64_t *out);
+
 #endif

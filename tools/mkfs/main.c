@@ -166,33 +166,6 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-/* Bytes, or a number with a K/M/G/T suffix (powers of 1024). */
-static bool parse_size(const char *s, uint64_t *out)
-{
-	size_t len = strlen(s);
-	unsigned shift = 0;
-	if (len == 0)
-		return false;
-	switch (s[len - 1]) {
-	case 'k': case 'K': shift = 10; break;
-	case 'm': case 'M': shift = 20; break;
-	case 'g': case 'G': shift = 30; break;
-	case 't': case 'T': shift = 40; break;
-	default: break;
-	}
-	char digits[32];
-	size_t ndigits = shift ? len - 1 : len;
-	if (ndigits == 0 || ndigits >= sizeof(digits))
-		return false;
-	memcpy(digits, s, ndigits);
-	digits[ndigits] = '\0';
-	uint64_t v;
-	if (!parse_u64(digits, &v) || v == 0 || v > (UINT64_MAX >> shift))
-		return false;
-	*out = v << shift;
-	return true;
-}
-
 static int hex_value(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -327,7 +300,7 @@ static int parse_operands(int argc, char **argv, struct mkfs_options *o)
 		return -1;
 	if (optind < argc) {
 		o->size_arg = argv[optind++];
-		if (!parse_size(o->size_arg, &o->size)) {
+		if (!cli_parse_size(o->size_arg, &o->size)) {
 			usage_error("invalid size '%s' (bytes, or with K, M, G, T)", o->size_arg);
 			return -1;
 		}

@@ -1,0 +1,241 @@
+/*
+ * test_grow.c - growing an unmounted filesystem (super/grow.c): the
+ * geometry (what grows, what is refused), the offline grow on a memory
+ * device (checker clean at the new size, the new blocks allocatable), and
+ * a cut at every write of the grow, with the writes before it kept or with
+ * the unflushed ones lost as in a power cut (checker clean, after replay,
+ * at the old or the new size, with every inode kept).
+ */
+#include "suite_main.h"
+#include <check.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "check/check.h"
+#include "super/grow.h"
+#include "super/super.h"
+
+static const struct ordfs_cred root_cred = { 0, 0 };
+
+#define OLD_SIZE (8u << 20)  /* 2048 blocks of 4 KiB: one bitmap block */
+#define NEW_SIZE (24u << 20) /* 6144 blocks, within that bitmap block */
+
+static void print_problem(void *ctx, enum check_problem code, const char *msg)
+{
+	(void)ctx, (void)code;
+	fprintf(stderr, "  check: %s\n", msg);
+}
+
+static struct check_result check_dev(struct blockdev *bd)
+{
+	struct check_result res;
+	memset(&res, 0, sizeof(res));
+	res.report = print_problem;
+	ck_assert_int_eq(ordfs_check(bd, &res), 0);
+	return res;
+}
+
+/* A clean OLD_SIZE image with a few files, copied into a NEW_SIZE device. */
+static uint8_t *make_image(void)
+{
+	struct test_fs t;
+	tfs_setup(&t, OLD_SIZE, 4096, 0);
+	struct inode *root = tfs_root(&t);
+	for (int i = 0; i < 5; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "f%d", i);
+		struct inode *ip;
+		ck_assert_int_eq(ordfs_create(t.fs, root, name, 0644, &root_cred, &ip), 0);
+		char data[9000];
+		memset(data, 'a' + i, sizeof(data));
+		ck_assert_int_eq(ordfs_write(t.fs, ip, data, sizeof(data), 0), (int)sizeof(data));
+		inode_put(t.fs, ip);
+	}
+	inode_put(t.fs, root);
+	tfs_unmount(&t);
+	uint8_t *img = calloc(1, NEW_SIZE);
+	ck_assert_ptr_nonnull(img);
+	memcpy(img, blockdev_mem_bytes(t.mem), OLD_SIZE);
+	tfs_free(&t);
+	return img;
+}
+
+START_TEST(test_geometry_grows_within_the_bitmap)
+{
+	uint8_t *img = make_image();
+	struct blockdev *bd;
+	ck_assert_int_eq(blockdev_mem_from(img, NEW_SIZE, &bd), 0);
+	struct ordfs_super sb, grown;
+	const char *why;
+	ck_assert_int_eq(ordfs_read_super(bd, false, &sb, &why), 0);
+	ck_assert_uint_eq(sb.block_count, OLD_SIZE / 4096);
+	ck_assert_uint_eq(ordfs_grow_max_blocks(&sb), (4096u - 24) * 8);
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, NEW_SIZE / 4096, &grown, &why), 0);
+	ck_assert_uint_eq(grown.block_count, NEW_SIZE / 4096);
+	ck_assert_uint_eq(grown.free_blocks, sb.free_blocks + (NEW_SIZE - OLD_SIZE) / 4096);
+	ck_assert_uint_eq(grown.data_start, sb.data_start);
+	ck_assert_uint_eq(grown.inode_count, sb.inode_count);
+	/* refused: smaller, equal, past the bitmap, past the format */
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, sb.block_count - 1, &grown, &why), -EINVAL);
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, sb.block_count, &grown, &why), -EINVAL);
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, (4096u - 24) * 8 + 1, &grown, &why), -EFBIG);
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, (1ull << 48) + 1, &grown, &why), -EFBIG);
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, (4096u - 24) * 8, &grown, &why), 0);
+	blockdev_destroy(bd);
+	free(img);
+}
+END_TEST
+
+START_TEST(test_offline_grow_is_clean_and_usable)
+{
+	uint8_t *img = make_image();
+	struct blockdev *bd;
+	ck_assert_int_eq(blockdev_mem_from(img, NEW_SIZE, &bd), 0);
+	struct ordfs_super sb, grown, after;
+	const char *why;
+	ck_assert_int_eq(ordfs_read_super(bd, false, &sb, &why), 0);
+	struct check_result before = check_dev(bd);
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, NEW_SIZE / 4096, &grown, &why), 0);
+	ck_assert_int_eq(ordfs_grow_offline(bd, &sb, &grown), 0);
+	ck_assert_int_eq(ordfs_read_super(bd, false, &after, &why), 0);
+	ck_assert_uint_eq(after.block_count, NEW_SIZE / 4096);
+	ck_assert(after.state & ORDFS_STATE_CLEAN);
+	ck_assert_int_eq(ordfs_read_super(bd, true, &after, &why), 0); /* the new backup */
+	ck_assert_uint_eq(after.block_count, NEW_SIZE / 4096);
+	struct check_result res = check_dev(bd);
+	ck_assert_uint_eq(res.problems, 0);
+	ck_assert_uint_eq(res.inodes_used, before.inodes_used);
+	ck_assert_uint_eq(res.blocks_used, before.blocks_used);
+
+	/* Mounted, the new blocks are free: allocating every free block ends
+	 * at the new last data block. */
+	struct ordfs *fs;
+	struct ordfs_options opts;
+	ordfs_options_default(&opts);
+	ck_assert_int_eq(ordfs_mount(bd, &opts, &fs, &why), 0);
+	struct alloc_counts counts;
+	alloc_get_counts(fs->alloc, &counts);
+	ck_assert_uint_eq(counts.free_blocks, NEW_SIZE / 4096 - before.blocks_used);
+	/* nearly all of it in one file: more than the old size could hold */
+	uint64_t len = (counts.data_blocks - 16) * 4096ull;
+	ck_assert_uint_gt(len, OLD_SIZE);
+	struct inode *root = NULL, *ip;
+	ck_assert_int_eq(inode_get(fs, ORDFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(ordfs_create(fs, root, "big", 0644, &root_cred, &ip), 0);
+	char *buf = malloc(1 << 20);
+	memset(buf, 'z', 1 << 20);
+	for (uint64_t off = 0; off < len; off += 1 << 20) {
+		size_t n = len - off < (1u << 20) ? (size_t)(len - off) : (1u << 20);
+		ck_assert_int_eq(ordfs_write(fs, ip, buf, n, off), (ssize_t)n);
+	}
+	free(buf);
+	inode_put(fs, ip);
+	inode_put(fs, root);
+	ck_assert_int_eq(ordfs_unmount(fs), 0);
+	ck_assert_uint_eq(check_dev(bd).problems, 0);
+	blockdev_destroy(bd);
+	free(img);
+}
+END_TEST
+
+/* A cut at every write of the grow: the writes from the nth on fail (and
+ * write nothing); with power_cut, the writes since the last flush are lost
+ * too, as a power cut loses a disk cache.  The image left must check clean
+ * at the old or the new size, with the same inodes and blocks in use. */
+static void cut_at_every_write(bool power_cut)
+{
+	uint8_t *img = make_image();
+	unsigned cuts = 0, old_seen = 0, new_seen = 0;
+	for (uint64_t nth = 1;; nth++) {
+		struct blockdev *mem, *rec;
+		ck_assert_int_eq(blockdev_mem_from(img, NEW_SIZE, &mem), 0);
+		struct ordfs_super sb, grown, after;
+		const char *why;
+		ck_assert_int_eq(ordfs_read_super(mem, false, &sb, &why), 0);
+		struct check_result before = check_dev(mem);
+		ck_assert_int_eq(blockdev_record_create(mem, false, &rec), 0);
+		blockdev_record_drop_unflushed(rec, power_cut);
+		struct blockdev_fault f = { .nth = nth, .err = -EIO, .persistent = true };
+		blockdev_record_fault(rec, BD_EV_WRITE, &f);
+		ck_assert_int_eq(ordfs_grow_geometry(&sb, NEW_SIZE / 4096, &grown, &why), 0);
+		int err = ordfs_grow_offline(rec, &sb, &grown);
+		bool fired = blockdev_record_faults_fired(rec) > 0;
+		if (power_cut)
+			blockdev_record_power_cut(rec);
+		blockdev_destroy(rec);
+		/* as fsck.ordfs: replay the journal, then check */
+		ck_assert_int_eq(ordfs_read_super(mem, false, &after, &why), 0);
+		int need = journal_needs_recovery(mem, &after);
+		ck_assert_int_ge(need, 0);
+		if (need > 0) {
+			struct journal_recovery_info info;
+			ck_assert_int_eq(journal_recover(mem, &after, 0, &info), 0);
+			ck_assert_int_eq(ordfs_read_super(mem, false, &after, &why), 0);
+		}
+		ck_assert(after.block_count == sb.block_count ||
+			  after.block_count == grown.block_count);
+		if (after.block_count == grown.block_count)
+			new_seen++;
+		else
+			old_seen++;
+		struct check_result res = check_dev(mem);
+		ck_assert_msg(res.problems == 0, "cut at write %llu: %u problems",
+			      (unsigned long long)nth, res.problems);
+		ck_assert_uint_eq(res.inodes_used, before.inodes_used);
+		ck_assert_uint_eq(res.blocks_used, before.blocks_used);
+		/* and it mounts, at that size */
+		struct ordfs *fs;
+		struct ordfs_options opts;
+		ordfs_options_default(&opts);
+		ck_assert_int_eq(ordfs_mount(mem, &opts, &fs, &why), 0);
+		ck_assert_uint_eq(fs->sb.block_count, after.block_count);
+		ck_assert_int_eq(ordfs_unmount(fs), 0);
+		ck_assert_uint_eq(check_dev(mem).problems, 0);
+		blockdev_destroy(mem);
+		if (!fired) {
+			ck_assert_int_eq(err, 0);
+			break;
+		}
+		ck_assert_int_ne(err, 0);
+		cuts++;
+	}
+	fprintf(stderr, "grow cut (%s) at %u writes: %u states at the old size, %u at the new\n",
+		power_cut ? "power cut" : "writes failing", cuts, old_seen, new_seen);
+	ck_assert_uint_ge(cuts, 5);
+	ck_assert_uint_gt(old_seen, 0);
+	ck_assert_uint_gt(new_seen, 1);
+	free(img);
+}
+
+START_TEST(test_grow_cut_at_every_write)
+{
+	cut_at_every_write(false);
+}
+END_TEST
+
+START_TEST(test_grow_power_cut_at_every_write)
+{
+	cut_at_every_write(true);
+}
+END_TEST
+
+static Suite *grow_suite(void)
+{
+	Suite *s = suite_create("grow");
+	TCase *tc = tcase_create("grow");
+	tcase_add_test(tc, test_geometry_grows_within_the_bitmap);
+	tcase_add_test(tc, test_offline_grow_is_clean_and_usable);
+	tcase_add_test(tc, test_grow_cut_at_every_write);
+	tcase_add_test(tc, test_grow_power_cut_at_every_write);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(grow_suite());
+}

@@ -1,0 +1,263 @@
+/*
+ * main.c - resize.ordfs: grow an unmounted ordfs image to the size of its
+ * file, block device or NBD export, or to SIZE, as resize2fs does.
+ *
+ *   resize.ordfs IMAGE [SIZE]
+ *
+ * Owns: the command line, the conditions under which an image may grow,
+ * and the report.  The geometry and the ordered writes are
+ * src/super/grow.c's.
+ *
+ * Rules kept here:
+ *  - Every argument is checked before the image is opened, and the
+ *    image's state and the new size before anything is written: a refused
+ *    run leaves the image byte for byte unchanged.
+ *  - Only an image nobody uses: the flock the daemon, fsck.ordfs and
+ *    tune.ordfs take, and the owner record (NBD), held to the end.
+ *  - Never over a journal that needs replay, an unreadable journal
+ *    superblock, a recorded error, or feature bits this version does not
+ *    know: those need fsck.ordfs (or a newer resize.ordfs) first.
+ *  - Shrinking is refused; so is a size larger than the device, past the
+ *    format's limit, or past what the block bitmap's blocks cover.
+ *  - Errors are one line on stderr, "resize.ordfs: IMAGE: reason", exit
+ *    status 1; --help and --version exit 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+
+#include "fs.h"
+#include "blockdev/blockdev.h"
+#include "cli.h"
+#include "journal/journal.h"
+#include "super/grow.h"
+#include "super/owner.h"
+#include "super/super.h"
+
+#define PROG "resize.ordfs"
+
+struct resize_options {
+	const char *image;
+	const char *size_arg; /* NULL: the size of the device */
+	uint64_t size;        /* bytes */
+};
+
+static void print_help(void);
+static int parse_option(int c, const char *arg, void *ctx);
+
+static const struct cli tool = {
+	.prog = PROG,
+	.usage = "IMAGE [SIZE]",
+	.shortopts = ":hV",
+	.help_val = 'h',
+	.print_help = print_help,
+	.parse_option = parse_option,
+};
+
+#define usage_error(...) cli_usage_error(&tool, __VA_ARGS__)
+#define image_error(...) cli_image_error(&tool, __VA_ARGS__)
+
+static void print_help(void)
+{
+	printf("Usage: " PROG " IMAGE [SIZE]\n"
+	       "Grow an unmounted ordfs filesystem to SIZE, or without SIZE to the size\n"
+	       "of its image file, block device or NBD export (nbd://...).\n"
+	       "\n"
+	       "SIZE is in bytes, or with a K, M, G or T suffix (powers of 1024); the\n"
+	       "filesystem takes the whole blocks that fit.\n"
+	       "\n"
+	       "Options:\n"
+	       "  -h, --help          this help\n"
+	       "  -V, --version       print the version\n"
+	       "\n"
+	       "The image must not be in use, its journal must be empty and it must have\n"
+	       "no error recorded (run fsck.ordfs first).  Shrinking is not supported.\n"
+	       "The inode count stays as it is.  Exit status: 0, or 1 on any failure,\n"
+	       "with the image unchanged.\n");
+}
+
+static int parse_option(int c, const char *arg, void *ctx)
+{
+	(void)c, (void)arg, (void)ctx;
+	return -1;
+}
+
+static int parse_args(int argc, char **argv, struct resize_options *o)
+{
+	int r = cli_parse_options(&tool, argc, argv, o);
+	if (r)
+		return r;
+	if (cli_image_operand(&tool, argc, argv, &o->image))
+		return -1;
+	if (optind < argc) {
+		o->size_arg = argv[optind++];
+		if (!cli_parse_size(o->size_arg, &o->size)) {
+			usage_error("invalid size '%s' (bytes, or with a K, M, G or T suffix)",
+				    o->size_arg);
+			return -1;
+		}
+	}
+	return cli_no_more_operands(&tool, argc, argv);
+}
+
+static int open_image(const struct resize_options *o, struct blockdev **bd)
+{
+	char why[300];
+	int err = blockdev_open_image(o->image, 0, 0, bd, why, sizeof(why));
+	if (err) {
+		image_error(o->image, "cannot open for writing: %s",
+			    err == -EINVAL ? "not a regular file or block device" : why);
+		return err;
+	}
+	if ((err = blockdev_host_lock(*bd, LOCK_EX)) != 0) {
+		if (err == -EWOULDBLOCK)
+			image_error(o->image, "image is in use (mounted by ordfs, or being "
+				    "checked); unmount it first (an online grow is not supported)");
+		else
+			image_error(o->image, "cannot lock the image: %s", strerror(-err));
+		blockdev_destroy(*bd);
+		*bd = NULL;
+		return err;
+	}
+	return 0;
+}
+
+static int check_image_state(const struct resize_options *o, struct blockdev *bd,
+			     const struct ordfs_super *sb)
+{
+	if ((sb->feature_compat & ~ORDFS_FEATURE_COMPAT_SUPPORTED) ||
+	    (sb->feature_ro_compat & ~ORDFS_FEATURE_RO_COMPAT_SUPPORTED)) {
+		image_error(o->image, "the image uses features this resize.ordfs does not know "
+			    "(compat 0x%" PRIx32 ", ro_compat 0x%" PRIx32 "); not changing it",
+			    sb->feature_compat, sb->feature_ro_compat);
+		return -EOPNOTSUPP;
+	}
+	if (sb->state & ORDFS_STATE_ERROR) {
+		image_error(o->image, "the filesystem has an error recorded (errno %" PRIu32
+			    "); run fsck.ordfs first", sb->last_error_code);
+		return -EUCLEAN;
+	}
+	int need = journal_needs_recovery(bd, sb);
+	if (need < 0) {
+		image_error(o->image, "the journal superblock %s; run fsck.ordfs first",
+			    need == -EUCLEAN ? "is corrupt" : "cannot be read");
+		return need;
+	}
+	if (need > 0 || (sb->feature_incompat & ORDFS_FEATURE_INCOMPAT_RECOVER) ||
+	    !(sb->state & ORDFS_STATE_CLEAN)) {
+		image_error(o->image, "the journal needs recovery (the image was not unmounted "
+			    "cleanly); run fsck.ordfs first");
+		return -EUCLEAN;
+	}
+	struct journal_recovery_info info;
+	int err = journal_recover(bd, sb, JOURNAL_RECOVER_DRY_RUN, &info);
+	if (err || info.journal_err) {
+		image_error(o->image, "the journal %s; run fsck.ordfs first",
+			    err ? "superblock cannot be read" : "has an error recorded");
+		return err ? err : -EUCLEAN;
+	}
+	return 0;
+}
+
+/* The block count asked for: SIZE, or the whole device. */
+static int new_block_count(const struct resize_options *o, struct blockdev *bd,
+			   const struct ordfs_super *sb, uint64_t *count)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	/* On NBD the export's last 512 bytes stay outside the filesystem, for
+	 * the owner record (as mkfs.ordfs leaves them). */
+	uint64_t room = bd->size;
+	if (blockdev_is_nbd_uri(o->image))
+		room = room > ORDFS_OWNER_SIZE ? room - ORDFS_OWNER_SIZE : 0;
+	uint64_t dev_blocks = room / bs;
+	if (!o->size_arg) {
+		*count = dev_blocks;
+		return 0;
+	}
+	*count = o->size / bs;
+	if (*count > dev_blocks) {
+		image_error(o->image, "size %s is larger than the device (%" PRIu64 " blocks "
+			    "of %" PRIu32 " bytes fit)", o->size_arg, dev_blocks, bs);
+		return -EFBIG;
+	}
+	return 0;
+}
+
+static int resize(const struct resize_options *o)
+{
+	struct blockdev *bd;
+	struct ordfs_super old, grown;
+	const char *why = "";
+	if (open_image(o, &bd))
+		return -1;
+	int err = ordfs_read_super(bd, false, &old, &why);
+	if (err)
+		image_error(o->image, "%s (run fsck.ordfs)", why);
+	/* The owner record first: on NBD it is what says "in use". */
+	struct owner_claim *claim = NULL;
+	if (!err) {
+		char owhy[300];
+		struct owner_opts oo = { .program = PROG };
+		err = owner_take(bd, old.block_count, ordfs_block_size(&old), &oo, true, &claim,
+				 owhy, sizeof(owhy));
+		if (err)
+			image_error(o->image, "%s", owhy);
+	}
+	uint64_t count = 0;
+	if (!err)
+		err = check_image_state(o, bd, &old);
+	if (!err)
+		err = new_block_count(o, bd, &old, &count);
+	bool nothing_to_do = !err && count == old.block_count;
+	if (!err && !nothing_to_do && (err = ordfs_grow_geometry(&old, count, &grown, &why)) != 0) {
+		if (err == -EFBIG && count <= (1ull << 48))
+			image_error(o->image, "%s: at most %" PRIu64 " blocks of %" PRIu32
+				    " bytes (%" PRIu64 " asked)", why, ordfs_grow_max_blocks(&old),
+				    ordfs_block_size(&old), count);
+		else
+			image_error(o->image, "%s (%" PRIu64 " blocks of %" PRIu32 " bytes)", why,
+				    old.block_count, ordfs_block_size(&old));
+	}
+	if (!err && !nothing_to_do) {
+		/* A file or block device (the flock holds it) grown to its last
+		 * block with 1 KiB blocks: the record's sector becomes the new
+		 * backup's second copy, so it is given back first. */
+		if (claim && !owner_record_fits(bd->size, grown.block_count,
+						ordfs_block_size(&grown))) {
+			owner_release(claim);
+			claim = NULL;
+		}
+		if ((err = ordfs_grow_offline(bd, &old, &grown)) != 0)
+			image_error(o->image, "cannot grow the filesystem: %s (run fsck.ordfs)",
+				    strerror(-err));
+	}
+	if (err)
+		owner_undo(claim); /* a refused grow leaves the image as it was */
+	else
+		owner_release(claim);
+	blockdev_destroy(bd);
+	if (err)
+		return -1;
+	if (nothing_to_do)
+		printf("The filesystem on %s is already %" PRIu64 " blocks long; nothing to do.\n",
+		       o->image, count);
+	else
+		printf("The filesystem on %s is now %" PRIu64 " blocks of %" PRIu32 " bytes long "
+		       "(was %" PRIu64 ").\n", o->image, grown.block_count,
+		       ordfs_block_size(&grown), old.block_count);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct resize_options o = { 0 };
+	int r = parse_args(argc, argv, &o);
+	if (r)
+		return r < 0 ? 1 : 0;
+	return resize(&o) ? 1 : 0;
+}
