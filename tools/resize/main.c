@@ -34,7 +34,7 @@
 #include "fs.h"
 #include "blockdev/blockdev.h"
 #include "cli.h"
-#include "journal/journal.h"
+#include "offline_image.h"
 #include "super/grow.h"
 #include "super/owner.h"
 #include "super/super.h"
@@ -127,43 +127,6 @@ static int open_image(const struct resize_options *o, struct blockdev **bd)
 	return 0;
 }
 
-static int check_image_state(const struct resize_options *o, struct blockdev *bd,
-			     const struct ordfs_super *sb)
-{
-	if ((sb->feature_compat & ~ORDFS_FEATURE_COMPAT_SUPPORTED) ||
-	    (sb->feature_ro_compat & ~ORDFS_FEATURE_RO_COMPAT_SUPPORTED)) {
-		image_error(o->image, "the image uses features this resize.ordfs does not know "
-			    "(compat 0x%" PRIx32 ", ro_compat 0x%" PRIx32 "); not changing it",
-			    sb->feature_compat, sb->feature_ro_compat);
-		return -EOPNOTSUPP;
-	}
-	if (sb->state & ORDFS_STATE_ERROR) {
-		image_error(o->image, "the filesystem has an error recorded (errno %" PRIu32
-			    "); run fsck.ordfs first", sb->last_error_code);
-		return -EUCLEAN;
-	}
-	int need = journal_needs_recovery(bd, sb);
-	if (need < 0) {
-		image_error(o->image, "the journal superblock %s; run fsck.ordfs first",
-			    need == -EUCLEAN ? "is corrupt" : "cannot be read");
-		return need;
-	}
-	if (need > 0 || (sb->feature_incompat & ORDFS_FEATURE_INCOMPAT_RECOVER) ||
-	    !(sb->state & ORDFS_STATE_CLEAN)) {
-		image_error(o->image, "the journal needs recovery (the image was not unmounted "
-			    "cleanly); run fsck.ordfs first");
-		return -EUCLEAN;
-	}
-	struct journal_recovery_info info;
-	int err = journal_recover(bd, sb, JOURNAL_RECOVER_DRY_RUN, &info);
-	if (err || info.journal_err) {
-		image_error(o->image, "the journal %s; run fsck.ordfs first",
-			    err ? "superblock cannot be read" : "has an error recorded");
-		return err ? err : -EUCLEAN;
-	}
-	return 0;
-}
-
 /* The block count asked for: SIZE, or the whole device. */
 static int new_block_count(const struct resize_options *o, struct blockdev *bd,
 			   const struct ordfs_super *sb, uint64_t *count)
@@ -210,7 +173,7 @@ static int resize(const struct resize_options *o)
 	}
 	uint64_t count = 0;
 	if (!err)
-		err = check_image_state(o, bd, &old);
+		err = cli_check_offline_image(&tool, o->image, bd, &old, true);
 	if (!err)
 		err = new_block_count(o, bd, &old, &count);
 	bool nothing_to_do = !err && count == old.block_count;

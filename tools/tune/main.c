@@ -34,7 +34,6 @@
  *    errors name no image), and exit status 1; --help and --version exit 0.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +43,7 @@
 #include "fs.h"
 #include "blockdev/blockdev.h"
 #include "cli.h"
-#include "journal/journal.h"
+#include "offline_image.h"
 #include "mount_opts.h"
 #include "super/owner.h"
 #include "show_super.h"
@@ -223,50 +222,6 @@ static int read_super(const struct tune_options *o, struct blockdev *bd, struct 
 	return err;
 }
 
-/* Whether the superblock may be rewritten now (see the rules above). */
-static int check_image_state(const struct tune_options *o, struct blockdev *bd,
-			     const struct ordfs_super *sb)
-{
-	if ((sb->feature_compat & ~ORDFS_FEATURE_COMPAT_SUPPORTED) ||
-	    (sb->feature_ro_compat & ~ORDFS_FEATURE_RO_COMPAT_SUPPORTED)) {
-		image_error(o->image, "the image uses features this tune.ordfs does not know "
-			    "(compat 0x%" PRIx32 ", ro_compat 0x%" PRIx32 "); not changing it",
-			    sb->feature_compat, sb->feature_ro_compat);
-		return -EOPNOTSUPP;
-	}
-	if (sb->state & ORDFS_STATE_ERROR) {
-		image_error(o->image, "the filesystem has an error recorded (errno %" PRIu32
-			    "); run fsck.ordfs first", sb->last_error_code);
-		return -EUCLEAN;
-	}
-	int need = journal_needs_recovery(bd, sb);
-	if (need < 0) {
-		image_error(o->image, "the journal superblock %s; run fsck.ordfs first",
-			    need == -EUCLEAN ? "is corrupt" : "cannot be read");
-		return need;
-	}
-	if (need > 0) {
-		image_error(o->image, "the journal needs replay (the image was not unmounted "
-			    "cleanly); run fsck.ordfs first");
-		return -EUCLEAN;
-	}
-	/* The log is empty, so this only reads the journal superblock. */
-	struct journal_recovery_info info;
-	int err = journal_recover(bd, sb, JOURNAL_RECOVER_DRY_RUN, &info);
-	if (err) {
-		image_error(o->image, "the journal superblock %s; run fsck.ordfs first",
-			    err == -EUCLEAN ? "is corrupt" : "cannot be read");
-		return err;
-	}
-	if (info.journal_err) {
-		image_error(o->image, "the journal has an error recorded (%s); run fsck.ordfs "
-			    "first", info.journal_err < 0 && info.journal_err > -4096
-					    ? strerror(-info.journal_err) : "not an errno");
-		return -EUCLEAN;
-	}
-	return 0;
-}
-
 /* The new superblock: the old one with the asked changes. */
 static int apply_changes(const struct tune_options *o, const struct ordfs_super *old,
 			 struct ordfs_super *sb)
@@ -379,7 +334,7 @@ static int tune(const struct tune_options *o)
 			image_error(o->image, "%s", why);
 	}
 	if (!err)
-		err = check_image_state(o, bd, &old);
+		err = cli_check_offline_image(&tool, o->image, bd, &old, false);
 	if (!err)
 		err = apply_changes(o, &old, &sb);
 	if (!err)
