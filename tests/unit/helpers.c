@@ -121,3 +121,27 @@ unsigned tfs_sweep_stride(void)
 	int n = s ? atoi(s) : 1;
 	return n > 0 ? (unsigned)n : 1;
 }
+
+static const struct ordfs_cred tfs_root_cred = { 0, 0 };
+
+struct inode *tfs_create_file(struct test_fs *t, const char *name)
+{
+	struct inode *root = tfs_root(t), *f;
+	ck_assert_int_eq(ordfs_create(t->fs, root, name, 0644, &tfs_root_cred, &f), 0);
+	inode_put(t->fs, root);
+	return f;
+}
+
+struct inode *tfs_open_file(struct test_fs *t, const char *name)
+{
+	struct inode *root = tfs_root(t), *f;
+	ck_assert_int_eq(ordfs_lookup(t->fs, root, name, &f), 0);
+	inode_put(t->fs, root);
+	return f;
+}
+
+void tfs_fill_pattern(uint8_t *buf, size_t len, uint32_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)((i * 31 + seed * 7) ^ (i >> 9) ^ 0x5a);
+}

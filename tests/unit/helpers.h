@@ -52,6 +52,13 @@ void tfs_stop(struct handle *h);
 
 /* Root inode with a reference. */
 struct inode *tfs_root(struct test_fs *t);
+/* A new regular file NAME (0644, root's) in the root directory, or the
+ * existing one; with a reference, ck_assert on failure. */
+struct inode *tfs_create_file(struct test_fs *t, const char *name);
+struct inode *tfs_open_file(struct test_fs *t, const char *name);
+/* len bytes of the pattern numbered seed (deterministic, never all one
+ * value over a block). */
+void tfs_fill_pattern(uint8_t *buf, size_t len, uint32_t seed);
 
 /* Step of the exhaustive fault and seed sweeps: 1 (every case) unless
  * ORDFS_TEST_SWEEP_STRIDE says more.  The ThreadSanitizer suite sets it:

@@ -17,29 +17,13 @@
 
 #define BS 4096u
 
-static const struct ordfs_cred root_cred = { 0, 0 };
-
-static struct inode *make_file(struct test_fs *t, const char *name)
-{
-	struct inode *root = tfs_root(t), *f;
-	ck_assert_int_eq(ordfs_create(t->fs, root, name, 0644, &root_cred, &f), 0);
-	inode_put(t->fs, root);
-	return f;
-}
-
-static void fill_pattern(uint8_t *buf, size_t len, uint32_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)((i * 31 + seed * 7) ^ (i >> 9) ^ 0x5a);
-}
-
 /* Writes len pattern bytes at off into the file and the model. */
 static void write_model(struct test_fs *t, struct inode *f, uint8_t *model, uint64_t off,
 			size_t len, uint32_t seed)
 {
 	uint8_t *buf = malloc(len);
 	ck_assert_ptr_nonnull(buf);
-	fill_pattern(buf, len, seed);
+	tfs_fill_pattern(buf, len, seed);
 	ck_assert_int_eq(ordfs_write(t->fs, f, buf, len, off), (ssize_t)len);
 	memcpy(model + off, buf, len);
 	free(buf);
@@ -76,7 +60,7 @@ static bool is_hole(struct test_fs *t, struct inode *f, uint64_t lblk)
  * hole; blocks 0-1 written back (home on the image), the rest in pages. */
 static struct inode *make_source(struct test_fs *t, uint8_t *model)
 {
-	struct inode *src = make_file(t, "src");
+	struct inode *src = tfs_create_file(t, "src");
 	write_model(t, src, model, 0, 2 * BS, 1);
 	ck_assert_int_eq(ordfs_fsync(t->fs, src, false), 0);
 	write_model(t, src, model, 10 * BS, 2 * BS + 100, 2);
@@ -90,7 +74,7 @@ START_TEST(test_holes_stay_holes_and_copy_stops_at_eof)
 	tfs_setup(&t, 16 << 20, BS, 0);
 	const size_t size = 12 * BS + 100;
 	uint8_t *model = calloc(1, 16 * BS);
-	struct inode *src = make_source(&t, model), *dst = make_file(&t, "dst");
+	struct inode *src = make_source(&t, model), *dst = tfs_create_file(&t, "dst");
 	ck_assert_int_eq(ordfs_copy_range(t.fs, src, 0, dst, 0, 64 * BS), (ssize_t)size);
 	expect_model(&t, dst, model, size);
 	for (uint64_t b = 2; b < 10; b++)
@@ -124,7 +108,7 @@ START_TEST(test_unaligned_copy_over_data)
 	struct test_fs t;
 	tfs_setup(&t, 16 << 20, BS, 0);
 	uint8_t *smodel = calloc(1, 16 * BS), *dmodel = calloc(1, 32 * BS);
-	struct inode *src = make_source(&t, smodel), *dst = make_file(&t, "dst");
+	struct inode *src = make_source(&t, smodel), *dst = tfs_create_file(&t, "dst");
 	write_model(&t, dst, dmodel, 0, 14 * BS, 9);
 	ck_assert_int_eq(ordfs_sync(t.fs), 0); /* dst's data home */
 	const uint64_t in = 1 * BS + 333, out = 777;
@@ -152,7 +136,7 @@ START_TEST(test_one_file)
 	struct test_fs t;
 	tfs_setup(&t, 16 << 20, BS, 0);
 	uint8_t *model = calloc(1, 16 * BS);
-	struct inode *f = make_file(&t, "f");
+	struct inode *f = tfs_create_file(&t, "f");
 	write_model(&t, f, model, 0, 4 * BS, 4);
 	ck_assert_int_eq(ordfs_copy_range(t.fs, f, 0, f, BS, 2 * BS), -EINVAL);
 	ck_assert_int_eq(ordfs_copy_range(t.fs, f, 2 * BS, f, BS + 1, BS), -EINVAL);
@@ -172,7 +156,7 @@ START_TEST(test_errors_and_flags_change_nothing)
 	struct test_fs t;
 	tfs_setup(&t, 16 << 20, BS, 0);
 	uint8_t *model = calloc(1, 16 * BS), *dmodel = calloc(1, 16 * BS);
-	struct inode *src = make_source(&t, model), *dst = make_file(&t, "dst");
+	struct inode *src = make_source(&t, model), *dst = tfs_create_file(&t, "dst");
 	write_model(&t, dst, dmodel, 0, BS, 5);
 	struct inode *root = tfs_root(&t);
 	ck_assert_int_eq(ordfs_copy_range(t.fs, root, 0, dst, 0, BS), -EISDIR);
@@ -212,7 +196,7 @@ static void copy_logged_then_crash(bool data_journal)
 		tfs_mount(&t);
 	}
 	uint8_t *model = calloc(1, 16 * BS);
-	struct inode *src = make_source(&t, model), *dst = make_file(&t, "dst");
+	struct inode *src = make_source(&t, model), *dst = tfs_create_file(&t, "dst");
 	if (!data_journal)
 		ck_assert_int_eq(ordfs_set_flags(t.fs, dst, ORDFS_FL_JOURNAL_DATA,
 						 ORDFS_FL_JOURNAL_DATA, NULL),
@@ -260,7 +244,7 @@ START_TEST(test_ordered_copy_survives_crash)
 	tfs_setup(&t, 64 << 20, BS, 0);
 	const size_t size = 600 * BS + 17;
 	uint8_t *model = calloc(1, size);
-	struct inode *src = make_file(&t, "src"), *dst = make_file(&t, "dst");
+	struct inode *src = tfs_create_file(&t, "src"), *dst = tfs_create_file(&t, "dst");
 	write_model(&t, src, model, 0, size, 3);
 	ck_assert_int_eq(ordfs_copy_range(t.fs, src, 0, dst, 0, size), (ssize_t)size);
 	ck_assert_int_eq(ordfs_fsync(t.fs, dst, false), 0);

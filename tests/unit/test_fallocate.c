@@ -22,34 +22,12 @@
 
 static const struct ordfs_cred root_cred = { 0, 0 };
 
-static struct inode *make_file(struct test_fs *t, const char *name)
-{
-	struct inode *root = tfs_root(t), *f;
-	ck_assert_int_eq(ordfs_create(t->fs, root, name, 0644, &root_cred, &f), 0);
-	inode_put(t->fs, root);
-	return f;
-}
-
-static struct inode *open_file(struct test_fs *t, const char *name)
-{
-	struct inode *root = tfs_root(t), *f;
-	ck_assert_int_eq(ordfs_lookup(t->fs, root, name, &f), 0);
-	inode_put(t->fs, root);
-	return f;
-}
-
-static void fill_pattern(uint8_t *buf, size_t len, uint32_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)((i * 31 + seed * 7) ^ (i >> 9) ^ 0x5a);
-}
-
 /* Writes len pattern bytes at off into the file and into the model. */
 static void write_model(struct test_fs *t, struct inode *f, uint8_t *model, uint64_t off,
 			size_t len, uint32_t seed)
 {
 	uint8_t *buf = malloc(len);
-	fill_pattern(buf, len, seed);
+	tfs_fill_pattern(buf, len, seed);
 	ck_assert_int_eq(ordfs_write(t->fs, f, buf, len, off), (ssize_t)len);
 	memcpy(model + off, buf, len);
 	free(buf);
@@ -129,7 +107,7 @@ START_TEST(test_prealloc_extends_size)
 {
 	struct test_fs t;
 	tfs_setup(&t, 64 << 20, BS, 0);
-	struct inode *f = make_file(&t, "pre");
+	struct inode *f = tfs_create_file(&t, "pre");
 	uint64_t free0 = free_blocks(&t);
 
 	uint64_t len = 10 * BS + 100; /* 11 blocks */
@@ -152,7 +130,7 @@ START_TEST(test_prealloc_extends_size)
 	ck_assert_uint_eq(f->d.blocks, 11);
 
 	/* KEEP_SIZE: blocks past EOF, size unchanged. */
-	struct inode *g = make_file(&t, "keep");
+	struct inode *g = tfs_create_file(&t, "keep");
 	ck_assert_int_eq(ordfs_fallocate(t.fs, g, FALLOC_FL_KEEP_SIZE, BS, 8 * BS), 0);
 	ck_assert_uint_eq(g->size, 0);
 	ck_assert_uint_eq(g->d.blocks, 8);
@@ -164,8 +142,8 @@ START_TEST(test_prealloc_extends_size)
 
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "pre");
-	g = open_file(&t, "keep");
+	f = tfs_open_file(&t, "pre");
+	g = tfs_open_file(&t, "keep");
 	ck_assert_uint_eq(f->size, len);
 	ck_assert_uint_eq(f->d.blocks, 11);
 	ck_assert_uint_eq(g->size, 0);
@@ -192,7 +170,7 @@ START_TEST(test_prealloc_around_delayed_pages)
 	struct test_fs t;
 	tfs_setup(&t, 64 << 20, BS, 0);
 	static uint8_t model[16 * BS];
-	struct inode *f = make_file(&t, "mixed");
+	struct inode *f = tfs_create_file(&t, "mixed");
 	write_model(&t, f, model, 3 * BS + 10, 100, 1); /* delayed page in block 3 */
 	ck_assert_uint_eq(pages_delayed_blocks(f), 1);
 	uint64_t free0 = free_blocks(&t); /* the reservation is already counted */
@@ -210,7 +188,7 @@ START_TEST(test_prealloc_around_delayed_pages)
 	inode_put(t.fs, f);
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "mixed");
+	f = tfs_open_file(&t, "mixed");
 	expect_model(&t, f, model, 16 * BS);
 	inode_put(t.fs, f);
 	tfs_unmount_and_check(&t);
@@ -226,7 +204,7 @@ START_TEST(test_write_into_prealloc)
 	enum { NB = 64 };
 	static uint8_t model[NB * BS];
 	memset(model, 0, sizeof(model));
-	struct inode *f = make_file(&t, "w");
+	struct inode *f = tfs_create_file(&t, "w");
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, 0, 0, NB * BS), 0);
 	uint64_t free0 = free_blocks(&t);
 
@@ -249,7 +227,7 @@ START_TEST(test_write_into_prealloc)
 
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "w");
+	f = tfs_open_file(&t, "w");
 	expect_model(&t, f, model, NB * BS);
 
 	/* Writing the rest in order merges everything into one written extent. */
@@ -277,7 +255,7 @@ START_TEST(test_write_into_prealloc_crash)
 	enum { NB = 32 };
 	static uint8_t model[NB * BS];
 	memset(model, 0, sizeof(model));
-	struct inode *f = make_file(&t, "log");
+	struct inode *f = tfs_create_file(&t, "log");
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, FALLOC_FL_KEEP_SIZE, 0, NB * BS), 0);
 	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
 	uint64_t size = 0;
@@ -297,7 +275,7 @@ START_TEST(test_write_into_prealloc_crash)
 
 	tfs_crash(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "log");
+	f = tfs_open_file(&t, "log");
 	ck_assert(f->size == synced || f->size == synced + 5000);
 	expect_model(&t, f, model, f->size);
 	ck_assert_uint_eq(f->d.blocks, NB);
@@ -315,7 +293,7 @@ START_TEST(test_unwritten_deep_tree)
 	tfs_setup(&t, 64 << 20, 1024, 0);
 	enum { NB = 3000, B = 1024 };
 	uint8_t *model = calloc(NB, B);
-	struct inode *f = make_file(&t, "deep");
+	struct inode *f = tfs_create_file(&t, "deep");
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, 0, 0, (uint64_t)NB * B), 0);
 	for (unsigned b = 0; b < NB; b += 3) {
 		write_model(&t, f, model, (uint64_t)b * B + 1, B - 2, b);
@@ -343,7 +321,7 @@ START_TEST(test_unwritten_deep_tree)
 	inode_put(t.fs, f);
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "deep");
+	f = tfs_open_file(&t, "deep");
 	expect_model(&t, f, model, (size_t)NB * B);
 	c = count_extents(&t, f);
 	ck_assert_uint_eq(c.written, 1000 - 333 - 167); /* multiples of 3 zeroed */
@@ -359,7 +337,7 @@ START_TEST(test_set_flags_small_budget)
 {
 	struct test_fs t;
 	tfs_setup(&t, 64 << 20, BS, 0);
-	struct inode *f = make_file(&t, "budget");
+	struct inode *f = tfs_create_file(&t, "budget");
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, 0, 0, 100 * BS), 0);
 	ordfs_rwlock_wrlock(&f->lock);
 	int more, calls = 0;
@@ -399,7 +377,7 @@ START_TEST(test_punch_hole_middle)
 	tfs_setup(&t, 64 << 20, BS, 0);
 	enum { NB = 20 };
 	static uint8_t model[NB * BS];
-	struct inode *f = make_file(&t, "p");
+	struct inode *f = tfs_create_file(&t, "p");
 	write_model(&t, f, model, 0, NB * BS, 7);
 	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
 	ck_assert_uint_eq(f->d.blocks, NB);
@@ -433,7 +411,7 @@ START_TEST(test_punch_hole_middle)
 
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "p");
+	f = tfs_open_file(&t, "p");
 	expect_model(&t, f, model, NB * BS);
 	ck_assert_uint_eq(f->d.blocks, NB - 7);
 	ck_assert_uint_eq(free_blocks(&t), free0 + 7);
@@ -447,7 +425,7 @@ START_TEST(test_punch_past_eof)
 	struct test_fs t;
 	tfs_setup(&t, 64 << 20, BS, 0);
 	static uint8_t model[4 * BS];
-	struct inode *f = make_file(&t, "tail");
+	struct inode *f = tfs_create_file(&t, "tail");
 	write_model(&t, f, model, 0, 2 * BS + 500, 3);
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, FALLOC_FL_KEEP_SIZE, 0, 16 * BS), 0);
 	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
@@ -473,7 +451,7 @@ START_TEST(test_punch_past_eof)
 	inode_put(t.fs, f);
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "tail");
+	f = tfs_open_file(&t, "tail");
 	expect_model(&t, f, model, 2 * BS + 500);
 	inode_put(t.fs, f);
 	tfs_unmount_and_check(&t);
@@ -487,7 +465,7 @@ START_TEST(test_punch_delayed)
 	tfs_setup(&t, 64 << 20, BS, 0);
 	enum { NB = 10 };
 	static uint8_t model[NB * BS];
-	struct inode *f = make_file(&t, "delayed");
+	struct inode *f = tfs_create_file(&t, "delayed");
 	uint64_t free0 = free_blocks(&t);
 	write_model(&t, f, model, 0, NB * BS, 5);
 	ck_assert_uint_eq(pages_delayed_blocks(f), NB);
@@ -509,7 +487,7 @@ START_TEST(test_punch_delayed)
 	inode_put(t.fs, f);
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "delayed");
+	f = tfs_open_file(&t, "delayed");
 	expect_model(&t, f, model, NB * BS);
 	inode_put(t.fs, f);
 	tfs_unmount_and_check(&t);
@@ -524,7 +502,7 @@ START_TEST(test_zero_range)
 	tfs_setup(&t, 64 << 20, BS, 0);
 	enum { NB = 16 };
 	static uint8_t model[(NB + 8) * BS];
-	struct inode *f = make_file(&t, "z");
+	struct inode *f = tfs_create_file(&t, "z");
 	write_model(&t, f, model, 0, NB * BS, 9);
 	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
 	write_model(&t, f, model, 5 * BS, 2 * BS, 10); /* dirty pages over written blocks */
@@ -560,12 +538,12 @@ START_TEST(test_zero_range)
 
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "z");
+	f = tfs_open_file(&t, "z");
 	expect_model(&t, f, model, (NB + 4) * BS - 100);
 	inode_put(t.fs, f);
 	tfs_crash(&t); /* the zeroing is durable through a crash, too */
 	tfs_mount(&t);
-	f = open_file(&t, "z");
+	f = tfs_open_file(&t, "z");
 	expect_model(&t, f, model, (NB + 4) * BS - 100);
 	inode_put(t.fs, f);
 	tfs_unmount_and_check(&t);
@@ -579,7 +557,7 @@ START_TEST(test_zero_range_delayed)
 	tfs_setup(&t, 64 << 20, BS, 0);
 	enum { NB = 8 };
 	static uint8_t model[NB * BS];
-	struct inode *f = make_file(&t, "zd");
+	struct inode *f = tfs_create_file(&t, "zd");
 	uint64_t free0 = free_blocks(&t);
 	write_model(&t, f, model, 0, NB * BS, 12);
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, FALLOC_FL_ZERO_RANGE, 2 * BS, 4 * BS), 0);
@@ -593,7 +571,7 @@ START_TEST(test_zero_range_delayed)
 	inode_put(t.fs, f);
 	tfs_crash(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "zd");
+	f = tfs_open_file(&t, "zd");
 	expect_model(&t, f, model, NB * BS);
 	inode_put(t.fs, f);
 	tfs_unmount_and_check(&t);
@@ -606,10 +584,10 @@ START_TEST(test_seek_data_hole)
 {
 	struct test_fs t;
 	tfs_setup(&t, 64 << 20, BS, 0);
-	struct inode *f = make_file(&t, "sparse");
+	struct inode *f = tfs_create_file(&t, "sparse");
 	uint64_t G = 1ull << 30;
 	uint8_t buf[2 * BS];
-	fill_pattern(buf, sizeof(buf), 1);
+	tfs_fill_pattern(buf, sizeof(buf), 1);
 
 	ck_assert_int_eq(ordfs_write(t.fs, f, buf, BS + 10, 0), BS + 10);       /* written */
 	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
@@ -658,7 +636,7 @@ START_TEST(test_seek_data_hole)
 	inode_put(t.fs, f);
 
 	/* A file that is all hole, and one that is all data. */
-	struct inode *h = make_file(&t, "hole");
+	struct inode *h = tfs_create_file(&t, "hole");
 	ck_assert_int_eq(ordfs_truncate(t.fs, h, 3 * G), 0);
 	ck_assert_int_eq(ordfs_seek_data_hole(t.fs, h, 0, SEEK_DATA), -ENXIO);
 	ck_assert_int_eq(ordfs_seek_data_hole(t.fs, h, 0, SEEK_HOLE), 0);
@@ -666,7 +644,7 @@ START_TEST(test_seek_data_hole)
 	ck_assert_uint_eq(h->size, 3 * G);
 	ck_assert_uint_eq(h->d.blocks, 0);
 	inode_put(t.fs, h);
-	struct inode *d = make_file(&t, "data");
+	struct inode *d = tfs_create_file(&t, "data");
 	ck_assert_int_eq(ordfs_write(t.fs, d, buf, 100, 0), 100);
 	ck_assert_int_eq(ordfs_seek_data_hole(t.fs, d, 10, SEEK_HOLE), 100);
 	ck_assert_int_eq(ordfs_seek_data_hole(t.fs, d, 10, SEEK_DATA), 10);
@@ -681,7 +659,7 @@ START_TEST(test_fallocate_enospc)
 {
 	struct test_fs t;
 	tfs_setup(&t, 4 << 20, BS, 0);
-	struct inode *f = make_file(&t, "big");
+	struct inode *f = tfs_create_file(&t, "big");
 	uint64_t free0 = data_blocks(&t), meta0 = free_blocks(&t) - free0;
 
 	/* More than the image: refused, nothing changed. */
@@ -698,9 +676,9 @@ START_TEST(test_fallocate_enospc)
 	ck_assert_uint_eq(f->size, free0 / 2 * BS);
 
 	/* Writes into the preallocation need no space. */
-	struct inode *g = make_file(&t, "filler");
+	struct inode *g = tfs_create_file(&t, "filler");
 	uint8_t buf[65536];
-	fill_pattern(buf, sizeof(buf), 4);
+	tfs_fill_pattern(buf, sizeof(buf), 4);
 	uint64_t off = 0;
 	ssize_t n;
 	while ((n = ordfs_write(t.fs, g, buf, sizeof(buf), off)) > 0)
@@ -729,7 +707,7 @@ START_TEST(test_fallocate_invalid)
 {
 	struct test_fs t;
 	tfs_setup(&t, 16 << 20, BS, 0);
-	struct inode *root = tfs_root(&t), *f = make_file(&t, "f"), *fifo, *link, *dev;
+	struct inode *root = tfs_root(&t), *f = tfs_create_file(&t, "f"), *fifo, *link, *dev;
 	const int K = FALLOC_FL_KEEP_SIZE, P = FALLOC_FL_PUNCH_HOLE, Z = FALLOC_FL_ZERO_RANGE;
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, 0, 0, 0), -EINVAL);
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, 0, 1ull << 63, BS), -EINVAL);
@@ -777,7 +755,7 @@ START_TEST(test_fallocate_invalid)
 	tfs_unmount(&t);
 	t.opts.readonly = true;
 	tfs_mount(&t);
-	f = open_file(&t, "f");
+	f = tfs_open_file(&t, "f");
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, 0, 0, BS), -EROFS);
 	ck_assert_int_eq(ordfs_seek_data_hole(t.fs, f, 0, SEEK_DATA), -ENXIO);
 	ck_assert_uint_eq(f->size, BS);

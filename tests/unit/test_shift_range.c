@@ -29,22 +29,6 @@
 
 static const struct ordfs_cred root_cred = { 0, 0 };
 
-static struct inode *make_file(struct test_fs *t, const char *name)
-{
-	struct inode *root = tfs_root(t), *f;
-	ck_assert_int_eq(ordfs_create(t->fs, root, name, 0644, &root_cred, &f), 0);
-	inode_put(t->fs, root);
-	return f;
-}
-
-static struct inode *open_file(struct test_fs *t, const char *name)
-{
-	struct inode *root = tfs_root(t), *f;
-	ck_assert_int_eq(ordfs_lookup(t->fs, root, name, &f), 0);
-	inode_put(t->fs, root);
-	return f;
-}
-
 /* The model of a file: its bytes and its size (cap bytes of room). */
 struct model {
 	uint8_t *b;
@@ -160,7 +144,7 @@ static struct inode *make_fragmented(struct test_fs *t, const char *name, struct
 				     unsigned runs)
 {
 	const uint32_t B = t->fs->block_size;
-	struct inode *f = make_file(t, name);
+	struct inode *f = tfs_create_file(t, name);
 	for (unsigned r = 0; r < runs; r++) {
 		uint64_t b = (uint64_t)r * 5;
 		write_model(t, f, m, b * B, 3 * B, r);
@@ -253,7 +237,7 @@ START_TEST(test_shift_extent_map)
 	inode_put(t.fs, f);
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "frag");
+	f = tfs_open_file(&t, "frag");
 	struct map again = map_of(&t, f);
 	expect_shifted(&left, &again, 0, 0);
 	inode_put(t.fs, f);
@@ -344,14 +328,14 @@ static void random_case(enum journal_data_mode mode, bool j_flag, uint64_t seed)
 	}
 	struct model m;
 	model_init(&m, 4 << 20);
-	struct inode *f = make_file(&t, "r");
+	struct inode *f = tfs_create_file(&t, "r");
 	if (j_flag)
 		ck_assert_int_eq(ordfs_set_flags(t.fs, f, ORDFS_FL_JOURNAL_DATA, ~0u, NULL), 0);
 	random_ops(&t, f, &m, seed, 400);
 	inode_put(t.fs, f);
 	tfs_unmount(&t);
 	tfs_mount(&t);
-	f = open_file(&t, "r");
+	f = tfs_open_file(&t, "r");
 	expect_model(&t, f, &m);
 	inode_put(t.fs, f);
 	free(m.b);
@@ -384,7 +368,7 @@ START_TEST(test_shift_delayed_pages)
 	tfs_setup(&t, 16 << 20, 4096, 0);
 	struct model m;
 	model_init(&m, 1 << 20);
-	struct inode *f = make_file(&t, "d");
+	struct inode *f = tfs_create_file(&t, "d");
 	write_model(&t, f, &m, 0, 40 * 4096 + 100, 1);
 	ck_assert_uint_gt(pages_count(f), 0);
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, COLLAPSE, 8 * 4096, 4 * 4096), 0);
@@ -437,7 +421,7 @@ START_TEST(test_shift_refusals)
 	const uint64_t B = 4096;
 	struct model m;
 	model_init(&m, 1 << 20);
-	struct inode *root = tfs_root(&t), *f = make_file(&t, "f"), *fifo, *dev;
+	struct inode *root = tfs_root(&t), *f = tfs_create_file(&t, "f"), *fifo, *dev;
 	write_model(&t, f, &m, 0, 10 * B + 123, 3);
 	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
 	struct snapshot s;
@@ -519,7 +503,7 @@ START_TEST(test_shift_refusals)
 	tfs_unmount(&t);
 	t.opts.readonly = true;
 	tfs_mount(&t);
-	f = open_file(&t, "f");
+	f = tfs_open_file(&t, "f");
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, COLLAPSE, 0, B), -EROFS);
 	ck_assert_int_eq(ordfs_fallocate(t.fs, f, INSERT, 0, B), -EROFS);
 	expect_model(&t, f, &m);
@@ -600,7 +584,7 @@ static void crash_sweep(int mode, uint64_t off, uint64_t len)
 		tfs_crash(&t);
 
 		tfs_mount(&t);
-		f = open_file(&t, "c");
+		f = tfs_open_file(&t, "c");
 		bool old_shape = file_matches(&t, f, &before);
 		bool new_shape = file_matches(&t, f, &after);
 		if (!old_shape && !new_shape)
