@@ -14,6 +14,7 @@
 # them: /usr/local/sbin/{ordfs,mkfs.ordfs,fsck.ordfs} and
 # /sbin/{umount.ordfs,umount.fuse.ordfs}.  A different file already there
 # is moved aside and put back at exit; an identical one is used as it is.
+# A /sbin/mount.fuse.ordfs is moved aside for the test and put back.
 set -u
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
@@ -57,6 +58,12 @@ link_tool "$BUILD/tools/mkfs.ordfs" /usr/local/sbin/mkfs.ordfs
 link_tool "$BUILD/tools/fsck.ordfs" /usr/local/sbin/fsck.ordfs
 link_tool "$BUILD/tools/umount.ordfs" /sbin/umount.ordfs
 link_tool "$BUILD/tools/umount.ordfs" /sbin/umount.fuse.ordfs
+# A mount helper of the type's own (xfstests' run.sh installs one for its
+# run) would take mount(8) past mount.fuse3 and this build: set aside too.
+if [ -e /sbin/mount.fuse.ordfs ] || [ -L /sbin/mount.fuse.ordfs ]; then
+	mv /sbin/mount.fuse.ordfs /sbin/mount.fuse.ordfs.ordfs-test-saved &&
+		SAVED+=(/sbin/mount.fuse.ordfs)
+fi
 
 is_mounted_ordfs() { grep -q "^$IMG $MNT fuse.ordfs " /proc/mounts; }
 image_closed() { flock -n "$IMG" true; }
