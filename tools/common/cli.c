@@ -148,8 +148,7 @@ void cli_format_uuid(const uint8_t u[ORDFS_UUID_LEN], char out[37])
 		 u[12], u[13], u[14], u[15]);
 }
 
-/* A decimal number with nothing after it; false on junk or overflow. */
-static bool cli_parse_u64(const char *s, uint64_t *out)
+bool cli_parse_u64(const char *s, uint64_t *out)
 {
 	if (!isdigit((unsigned char)s[0]))
 		return false;

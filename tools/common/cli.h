@@ -91,5 +91,7 @@ void cli_format_uuid(const uint8_t uuid[ORDFS_UUID_LEN], char out[37]);
 /* SIZE: bytes, or a number with a K/M/G/T suffix (powers of 1024); not 0.
  * false on junk or overflow.  mkfs.ordfs and resize.ordfs. */
 bool cli_parse_size(const char *s, uint64_t *out);
+/* A decimal number with nothing after it; false on junk or overflow. */
+bool cli_parse_u64(const char *s, uint64_t *out);
 
 #endif

@@ -152,20 +152,6 @@ static void print_help(void)
 
 /* ---- parsing ---------------------------------------------------------- */
 
-/* A decimal number with nothing after it; false on junk or overflow. */
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	if (!isdigit((unsigned char)s[0]))
-		return false;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
-
 static int hex_value(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -201,7 +187,7 @@ static bool parse_uuid(const char *s, uint8_t uuid[ORDFS_UUID_LEN])
 static int parse_block_size(const char *arg, struct mkfs_options *o)
 {
 	uint64_t v;
-	if (!parse_u64(arg, &v) || v < 1024 || v > 65536 || (v & (v - 1))) {
+	if (!cli_parse_u64(arg, &v) || v < 1024 || v > 65536 || (v & (v - 1))) {
 		usage_error("invalid block size '%s' (a power of two from 1024 to 65536)",
 			    arg);
 		return -1;
@@ -213,7 +199,7 @@ static int parse_block_size(const char *arg, struct mkfs_options *o)
 static int parse_inodes(const char *arg, struct mkfs_options *o)
 {
 	uint64_t v;
-	if (!parse_u64(arg, &v) || v == 0 || v > UINT32_MAX) {
+	if (!cli_parse_u64(arg, &v) || v == 0 || v > UINT32_MAX) {
 		usage_error("invalid inode count '%s'", arg);
 		return -1;
 	}
@@ -228,7 +214,7 @@ static int parse_journal(const char *arg, struct mkfs_options *o)
 		usage_error("invalid journal option '%s' (only size=MIB is known)", arg);
 		return -1;
 	}
-	if (!parse_u64(arg + 5, &v) || v == 0 || v > (1u << 20)) {
+	if (!cli_parse_u64(arg + 5, &v) || v == 0 || v > (1u << 20)) {
 		usage_error("invalid journal size '%s' (MiB, at least 1)", arg + 5);
 		return -1;
 	}
