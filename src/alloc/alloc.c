@@ -340,10 +340,12 @@ void alloc_claim_free_run(struct alloc *a, uint64_t from, uint32_t max, uint64_t
 	*len = n;
 }
 
+/* Called without a->lock: data_end only grows (alloc_grow stores it
+ * atomically under the lock). */
 static bool in_data_area(const struct alloc *a, uint64_t start, uint64_t len)
 {
-	return len > 0 && start >= a->data_start && start < a->data_end &&
-	       len <= a->data_end - start;
+	uint64_t end = __atomic_load_n(&a->data_end, __ATOMIC_ACQUIRE);
+	return len > 0 && start >= a->data_start && start < end && len <= end - start;
 }
 
 void alloc_unclaim_blocks(struct alloc *a, uint64_t start, uint32_t len, unsigned flags)
@@ -615,9 +617,11 @@ static bool disk_bit_of(struct alloc *a, uint64_t bitmap_start, enum ordfs_block
 
 bool alloc_block_in_use(struct alloc *a, uint64_t blockno)
 {
-	if (blockno >= a->block_count)
-		return false;
 	ordfs_mutex_lock(&a->lock);
+	if (blockno >= a->block_count) {
+		ordfs_mutex_unlock(&a->lock);
+		return false;
+	}
 	bool on = disk_bit_of(a, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, blockno);
 	ordfs_mutex_unlock(&a->lock);
 	return on;
@@ -639,6 +643,40 @@ void alloc_set_map_limit(struct alloc *a, size_t chunks)
 	chunks_set_max_loaded(a->map, chunks);
 	chunks_set_max_loaded(a->imap, chunks);
 	ordfs_mutex_unlock(&a->lock);
+}
+
+int alloc_grow_mark(struct alloc *a, struct handle *h, uint64_t block_count)
+{
+	ordfs_mutex_lock(&a->lock);
+	ORDFS_ASSERT(block_count > a->block_count);
+	uint64_t first = a->block_count - 1;
+	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, first,
+				   block_count - 1 - first, false);
+	ordfs_mutex_unlock(&a->lock);
+	return err;
+}
+
+int alloc_grow(struct alloc *a, uint64_t block_count)
+{
+	ordfs_mutex_lock(&a->lock);
+	ORDFS_ASSERT(block_count > a->block_count);
+	uint64_t old_count = a->block_count, old_end = a->data_end;
+	/* The holes the block map learns of stop at block_count. */
+	a->backing.block_count = block_count;
+	uint64_t added;
+	int err = chunks_grow(a->map, block_count, block_count - 1, &added);
+	if (err) {
+		a->backing.block_count = old_count;
+	} else {
+		a->block_count = block_count;
+		/* The new backup superblock's block ends the data area. */
+		__atomic_store_n(&a->data_end, block_count - 1, __ATOMIC_RELEASE);
+		a->map_free += added;
+		a->meta_reserve = meta_reserve_for(a->data_end - a->data_start, a->block_size);
+		ORDFS_ASSERT(a->data_end > old_end);
+	}
+	ordfs_mutex_unlock(&a->lock);
+	return err;
 }
 
 void alloc_get_map_use(struct alloc *a, struct alloc_map_use *out)

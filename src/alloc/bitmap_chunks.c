@@ -483,6 +483,99 @@ void chunks_unhold(struct chunks *m)
 	m->holding = false;
 }
 
+/* Clear bits of `bits` in [lo, hi). */
+static uint32_t count_clear(const uint64_t *bits, uint32_t lo, uint32_t hi)
+{
+	uint32_t n = 0;
+	for (uint32_t bit = lo; bit < hi; bit++)
+		n += !word_bit(bits, bit);
+	return n;
+}
+
+int chunks_grow(struct chunks *m, uint64_t nbits, uint64_t count_to, uint64_t *added)
+{
+	ORDFS_ASSERT(nbits >= m->cfg.nbits && count_to >= m->cfg.count_to && count_to <= nbits);
+	*added = 0;
+	uint64_t nchunks = (nbits + m->bits_per_chunk - 1) / m->bits_per_chunk;
+	if (nchunks > m->nchunks) {
+		struct chunk *v = realloc(m->v, nchunks * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memset(v + m->nchunks, 0, (nchunks - m->nchunks) * sizeof(*v));
+		m->v = v; /* the chunks past m->nchunks are not in use yet */
+	}
+	uint64_t old_to = m->cfg.count_to;
+	if (count_to == old_to) {
+		m->cfg.nbits = nbits;
+		m->nchunks = nchunks > m->nchunks ? nchunks : m->nchunks;
+		return 0;
+	}
+	/* Read every block the newly counted range touches before changing
+	 * anything, so that a failure leaves the map as it was: each chunk's
+	 * gain, and a loaded chunk's block words to take its new bits from. */
+	uint64_t first_ci = old_to / m->bits_per_chunk;
+	uint64_t span = (count_to - 1) / m->bits_per_chunk - first_ci + 1;
+	uint32_t *gained = calloc(span, sizeof(*gained));
+	uint64_t **words = calloc(span, sizeof(*words));
+	int err = gained && words ? 0 : -ENOMEM;
+	for (uint64_t k = 0; k < span && !err; k++) {
+		uint64_t ci = first_ci + k, first = ci * m->bits_per_chunk;
+		uint32_t lo = (uint32_t)(old_to > first ? old_to - first : 0);
+		uint32_t hi = (uint32_t)(count_to - first < m->bits_per_chunk ? count_to - first
+									       : m->bits_per_chunk);
+		struct chunk *c = &m->v[ci];
+		if (c->state == CHUNK_UNREADABLE)
+			continue;
+		if (c->state == CHUNK_ALL_FREE) {
+			gained[k] = hi - lo;
+			continue;
+		}
+		err = read_block_bits(m, ci, false, m->scratch);
+		if (err)
+			break;
+		gained[k] = count_clear(m->scratch, lo, hi);
+		if (ci < m->nchunks && c->bits) {
+			words[k] = malloc((size_t)m->words * 8);
+			if (!words[k])
+				err = -ENOMEM;
+			else
+				memcpy(words[k], m->scratch, (size_t)m->words * 8);
+		}
+	}
+	/* Then change: the counts, and a loaded chunk's newly counted bits
+	 * (never claimed or freed in memory: outside the counted range, so
+	 * the block's bits are the truth). */
+	if (!err) {
+		m->cfg.nbits = nbits;
+		m->cfg.count_to = count_to;
+		m->nchunks = nchunks > m->nchunks ? nchunks : m->nchunks;
+		for (uint64_t k = 0; k < span; k++) {
+			uint64_t ci = first_ci + k, first = ci * m->bits_per_chunk;
+			struct chunk *c = &m->v[ci];
+			c->free += gained[k];
+			*added += gained[k];
+			if (!words[k])
+				continue;
+			uint64_t lo = old_to > first ? old_to - first : 0;
+			uint64_t hi = count_to - first < m->bits_per_chunk ? count_to - first
+									  : m->bits_per_chunk;
+			for (uint64_t bit = lo; bit < hi; bit++) {
+				uint64_t mask = 1ull << (bit % 64);
+				c->bits[bit / 64] = (c->bits[bit / 64] & ~mask) | (words[k][bit / 64] & mask);
+			}
+			if (m->hints) {
+				m->unhinted -= c->unhinted;
+				load_hints(m, ci);
+			}
+		}
+	}
+	for (uint64_t k = 0; words && k < span; k++)
+		free(words[k]);
+	free(words);
+	free(gained);
+	return err;
+}
+
 void chunks_set_max_loaded(struct chunks *m, size_t n)
 {
 	m->max_loaded = n ? n : 1;

@@ -102,6 +102,15 @@ void chunks_set_hints(struct chunks *m, uint64_t first, uint64_t n, bool on);
 int chunks_hold(struct chunks *m, uint64_t first, uint64_t n);
 void chunks_unhold(struct chunks *m);
 
+/* The bitmap grew (an online grow, src/super/grow_online.c): it now has
+ * nbits bits, counted up to count_to (neither smaller than before).  The
+ * bitmap blocks of the new bits already hold their bits on disk (through
+ * the buffer cache): a loaded chunk takes the newly counted bits from its
+ * block, the rest are counted from theirs when first needed.  *added: the
+ * clear bits the newly counted range brought.  -ENOMEM with nothing
+ * changed, or -EIO/-EUCLEAN from a block (then the map is as before). */
+int chunks_grow(struct chunks *m, uint64_t nbits, uint64_t count_to, uint64_t *added);
+
 /* Sets max_loaded and drops what it can down to it (tests: a small limit
  * makes every path drop and load chunks again). */
 void chunks_set_max_loaded(struct chunks *m, size_t n);

@@ -14,6 +14,7 @@
 #include "bcache.h"
 #include "../blockdev/blockdev.h"
 #include "../lock/lock.h"
+#include "../base/ordfs_assert.h"
 
 struct bcache {
 	struct blockdev *bd;
@@ -161,10 +162,22 @@ static struct buf *find_and_hold(struct bcache *c, struct buf **slot, uint64_t b
 	return NULL;
 }
 
+/* block_count only grows (bcache_grow), read without the lock. */
+static uint64_t cache_block_count(const struct bcache *c)
+{
+	return __atomic_load_n(&c->block_count, __ATOMIC_ACQUIRE);
+}
+
+void bcache_grow(struct bcache *c, uint64_t block_count)
+{
+	ORDFS_ASSERT(block_count >= cache_block_count(c));
+	__atomic_store_n(&c->block_count, block_count, __ATOMIC_RELEASE);
+}
+
 /* Finds or creates the buffer for blockno with a reference taken. */
 static int lookup_or_create(struct bcache *c, uint64_t blockno, struct buf **out)
 {
-	if (blockno >= c->block_count)
+	if (blockno >= cache_block_count(c))
 		return -EINVAL;
 
 	ordfs_mutex_lock(&c->lock);
@@ -254,10 +267,11 @@ static void fill_run(struct bcache *c, struct buf **bufs, uint32_t n)
 
 void bcache_readahead(struct bcache *c, uint64_t start, uint32_t count)
 {
-	if (start >= c->block_count)
+	uint64_t block_count = cache_block_count(c);
+	if (start >= block_count)
 		return;
-	if (count > c->block_count - start)
-		count = (uint32_t)(c->block_count - start);
+	if (count > block_count - start)
+		count = (uint32_t)(block_count - start);
 	if (count > BCACHE_READAHEAD_MAX)
 		count = BCACHE_READAHEAD_MAX;
 	/* References first, then the read: see fill_run. */

@@ -69,6 +69,9 @@ struct bcache_stats {
 int bcache_create(struct blockdev *bd, uint32_t block_size, uint64_t block_count,
 		  uint32_t max_buffers, struct bcache **out);
 void bcache_destroy(struct bcache *c);
+/* Blocks past the old count become readable (an online grow; the count
+ * only grows).  Safe while other threads use the cache. */
+void bcache_grow(struct bcache *c, uint64_t block_count);
 
 uint32_t bcache_block_size(const struct bcache *c);
 /* The device under the cache: for reading long runs of blocks once (the

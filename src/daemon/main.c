@@ -260,7 +260,7 @@ static int claim_for_write(void *ctx, const char **why)
 	if (image_claim)
 		return 0;
 	struct owner_opts oo = { .program = "ordfs", .lost = on_owner_lost };
-	int err = owner_take(owned_image, fs->sb.block_count, fs->block_size, &oo, true,
+	int err = owner_take(owned_image, fs_block_count(fs), fs->block_size, &oo, true,
 			     &image_claim, why_buf, sizeof(why_buf));
 	if (err)
 		*why = why_buf;

@@ -103,8 +103,6 @@ static bool ext_covers(const struct ordfs_extent *e, uint64_t lblk)
 int dctx_map(struct dctx *dc, uint64_t lblk, uint64_t *pblk)
 {
 	struct ordfs_extent *e = &dc->ext;
-	const struct ordfs_super *sb = &dc->fs->sb;
-
 	if (lblk >= dc->nblocks)
 		return -EUCLEAN;
 	if (!ext_covers(e, lblk)) {
@@ -115,7 +113,7 @@ int dctx_map(struct dctx *dc, uint64_t lblk, uint64_t *pblk)
 		}
 	}
 	uint64_t p = e->physical + (lblk - e->logical);
-	if (p < sb->data_start || p >= sb->block_count - 1)
+	if (p < dc->fs->sb.data_start || p >= fs_block_count(dc->fs) - 1)
 		return -EUCLEAN;
 	*pblk = p;
 	return 0;

@@ -170,7 +170,7 @@ int dir_verify(struct ordfs *fs, struct inode *dir, const struct dir_verify_ops 
 		return err;
 	if (v.dc.nblocks == 0)
 		return 0;
-	if (v.dc.nblocks >= fs->sb.block_count) {
+	if (v.dc.nblocks >= fs_block_count(fs)) {
 		v_problem(&v, 0, "directory size exceeds the filesystem");
 		return -EUCLEAN;
 	}

@@ -85,7 +85,7 @@ void ext_node_split_insert(uint8_t *left, uint8_t *right, unsigned cap, unsigned
 
 static bool in_data_area(const struct ordfs *fs, uint64_t start, uint64_t len)
 {
-	uint64_t end = fs->sb.block_count - 1; /* the backup superblock */
+	uint64_t end = fs_block_count(fs) - 1; /* the backup superblock */
 	return start >= fs->sb.data_start && start < end && len <= end - start;
 }
 

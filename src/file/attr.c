@@ -171,7 +171,7 @@ void ordfs_statfs(struct ordfs *fs, struct ordfs_statfs *out)
 	struct alloc_counts c;
 	alloc_get_counts(fs->alloc, &c);
 	out->block_size = fs->block_size;
-	out->blocks = fs->sb.block_count;
+	out->blocks = fs_block_count(fs);
 	out->blocks_free = c.free_blocks + c.pending_free;
 	out->blocks_avail = c.data_blocks;
 	out->inodes = fs->sb.inode_count;

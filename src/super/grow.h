@@ -43,4 +43,14 @@ int ordfs_grow_geometry(const struct ordfs_super *sb, uint64_t new_count,
 int ordfs_grow_offline(struct blockdev *bd, const struct ordfs_super *old,
 		       const struct ordfs_super *grown);
 
+struct ordfs;
+
+/* Grows the mounted filesystem fs to new_count blocks (its device made
+ * that large by the caller: blockdev_refresh_size) and commits the grow
+ * before it returns (grow_online.c).  *old_count: the size before.
+ * -EINVAL/-EFBIG (ordfs_grow_geometry's refusals, or a device too small),
+ * -EROFS (not writable), or an I/O error; *why says it in one line. */
+int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
+		      const char **why);
+
 #endif

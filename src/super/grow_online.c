@@ -1,0 +1,124 @@
+/*
+ * grow_online.c - growing a mounted filesystem (ordfs_grow_online, grow.h):
+ * what resize.ordfs asks the daemon for when the image is mounted.
+ *
+ * Rules kept here (docs/DESIGN.md, "Growing a filesystem"):
+ *  - One grow or remount at a time (remount_lock); the filesystem must be
+ *    writable.  The caller has made the device its new size
+ *    (blockdev_refresh_size) before.
+ *  - The same order as offline (grow.c): what lies past the old
+ *    filesystem (the new backup superblock) is written and flushed first,
+ *    where nothing reads it at the old size; then one handle changes the
+ *    block bitmap and the superblock together, and its transaction is
+ *    committed before this returns.  A crash before that commit leaves the
+ *    old size, after it recovery gives the new one.
+ *  - Nothing of the added space is handed out before that commit: the
+ *    allocator learns of it only afterwards (alloc_grow).  So no data can
+ *    land in the old backup superblock's block while the old size may
+ *    still be what a crash leaves.
+ *  - The in-memory block count only grows (fs_block_count): readers that
+ *    check block numbers against it need no lock.  It changes under
+ *    sb_lock in the same handle as the superblock, and goes back only if
+ *    that handle fails, before anything past the old size was handed out.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs.h"
+#include "grow.h"
+#include "super.h"
+#include "alloc/alloc.h"
+#include "base/ordfs_assert.h"
+#include "blockdev/blockdev.h"
+#include "cache/bcache.h"
+#include "journal/journal.h"
+
+/* The grown superblock's 1024 bytes at the new last block, flushed. */
+static int write_new_backup(struct ordfs *fs, const struct ordfs_super *grown)
+{
+	uint8_t raw[ORDFS_SB_SIZE];
+	ordfs_super_encode(grown, raw);
+	int err = blockdev_write(fs->bd, raw, sizeof(raw),
+				 (grown->block_count - 1) * (uint64_t)fs->block_size);
+	return err ? err : blockdev_flush(fs->bd);
+}
+
+/* The handle: the bitmap bits of the added blocks and block 0.  On
+ * failure the in-memory superblock is as before. */
+static int grow_handle(struct ordfs *fs, const struct ordfs_super *grown, uint64_t *tid)
+{
+	struct handle *h;
+	uint64_t old_count = fs_block_count(fs);
+	uint32_t credits = alloc_credits(fs->alloc, (uint32_t)(grown->block_count - old_count)) + 2;
+	int err = journal_start(fs->journal, credits, &h);
+	if (err)
+		return err;
+	err = alloc_grow_mark(fs->alloc, h, grown->block_count);
+	if (!err) {
+		ordfs_mutex_lock(&fs->sb_lock);
+		struct ordfs_super before = fs->sb;
+		fs->sb.free_blocks = grown->free_blocks;
+		__atomic_store_n(&fs->sb.block_count, grown->block_count, __ATOMIC_RELEASE);
+		err = ordfs_write_super_journaled(fs, h);
+		if (err) {
+			fs->sb.free_blocks = before.free_blocks;
+			__atomic_store_n(&fs->sb.block_count, old_count, __ATOMIC_RELEASE);
+		}
+		ordfs_mutex_unlock(&fs->sb_lock);
+		if (err) /* the bitmap changed: half a grow must not commit */
+			err = journal_abort_half_done(fs->journal, err);
+	}
+	*tid = journal_handle_tid(h);
+	int e2 = journal_stop(h);
+	return err ? err : e2;
+}
+
+int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
+		      const char **why)
+{
+	*why = NULL;
+	ordfs_mutex_lock(&fs->remount_lock);
+	*old_count = fs_block_count(fs);
+	int err = 0;
+	if (fs->opts.readonly || !fs->journal || ordfs_writable(fs) != 0) {
+		*why = "the filesystem is mounted read-only";
+		err = -EROFS;
+		goto out;
+	}
+	struct ordfs_super now, grown;
+	ordfs_mutex_lock(&fs->sb_lock);
+	now = fs->sb;
+	ordfs_mutex_unlock(&fs->sb_lock);
+	/* free_blocks is advisory while mounted: the grown one counts what
+	 * the grow adds to the allocator's own count. */
+	struct alloc_counts c;
+	alloc_get_counts(fs->alloc, &c);
+	now.free_blocks = c.free_blocks + c.pending_free;
+	err = ordfs_grow_geometry(&now, new_count, &grown, why);
+	if (err)
+		goto out;
+	if (fs->bd->size / fs->block_size < new_count) {
+		*why = "the device is smaller than the new size";
+		err = -EINVAL;
+		goto out;
+	}
+	bcache_grow(fs->cache, new_count);
+	err = write_new_backup(fs, &grown);
+	uint64_t tid = 0;
+	if (!err)
+		err = grow_handle(fs, &grown, &tid);
+	if (!err)
+		err = journal_commit_wait(fs->journal, tid);
+	if (err) {
+		*why = "the grow could not be written (see the log)";
+		goto out;
+	}
+	/* Committed: the space is the allocator's now. */
+	err = alloc_grow(fs->alloc, new_count);
+	if (err)
+		*why = "the filesystem grew on disk, but its new space is usable only after the "
+		       "next mount (no memory for the block map)";
+out:
+	ordfs_mutex_unlock(&fs->remount_lock);
+	return err;
+}
