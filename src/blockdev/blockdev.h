@@ -26,6 +26,12 @@
  *    past the end of the device is -EIO, never a short read.
  *  - flush makes every completed write durable (a barrier) or fails.
  *  - All functions are thread-safe; backends do their own locking.
+ *  - The size only grows while a device is open, and only through
+ *    blockdev_refresh_size: it is read with blockdev_size() (an atomic
+ *    load), never as bd->size, and set once at open before the device is
+ *    shared, then only by blockdev_grow_size().  A device grows after what
+ *    it wraps, so a wrapper's size is never past its inner device's: every
+ *    byte below a device's size is readable and writable through it.
  */
 #ifndef ORDFS_BLOCKDEV_H
 #define ORDFS_BLOCKDEV_H
@@ -73,11 +79,19 @@ struct blockdev_ops {
 	/* Optional (sparse devices): the filesystem refused space because the
 	 * host has none left for it: as an ENOSPC from the host (hostfs.h). */
 	void (*host_refused)(struct blockdev *bd);
+	/* Optional: blockdev_refresh_size's work.  A backend asks its device
+	 * and, where it grew, makes the added bytes usable first and then
+	 * raises the size (blockdev_grow_size); a wrapper refreshes what it
+	 * wraps and then takes that device's size.  *size: the size found.
+	 * NULL: -EOPNOTSUPP (the backend cannot tell: mem). */
+	int (*refresh_size)(struct blockdev *bd, uint64_t *size);
 };
 
 struct blockdev {
 	const struct blockdev_ops *ops;
-	uint64_t size; /* bytes */
+	/* Bytes.  Read it with blockdev_size(): it grows under readers
+	 * (blockdev_refresh_size). */
+	uint64_t size;
 	/* write_fua is native and cheaper than a write and a flush (an NBD
 	 * server that offers FUA); wrappers copy it from what they wrap. */
 	bool fua;
@@ -102,6 +116,33 @@ struct blockdev_host {
 	bool full;
 	bool enospc_recent;       /* the first of those */
 };
+
+/* The device's size in bytes now (it only grows while open: see
+ * blockdev_refresh_size).  Safe from any thread.  Acquire, paired with
+ * blockdev_grow_size's release: a thread that sees the new size also sees
+ * what the backend set up for the added bytes before raising it (NBD: the
+ * connection that serves them), so an offset checked against it is one
+ * the device serves. */
+static inline uint64_t blockdev_size(const struct blockdev *bd)
+{
+	return __atomic_load_n(&bd->size, __ATOMIC_ACQUIRE);
+}
+
+/* Asks the device for its size now (an image file extended on the host, a
+ * block device or NBD export resized) and, if it grew, makes the added
+ * bytes readable and writable through bd and every wrapper above it.
+ * *size: the size bd has afterwards.  The size never shrinks while open:
+ * a device found smaller than bd's size is -EUCLEAN with nothing changed
+ * (someone cut the image under a mounted filesystem).  -EOPNOTSUPP where
+ * the backend cannot tell (mem: its size is fixed).  Thread-safe against
+ * concurrent reads and writes. */
+int blockdev_refresh_size(struct blockdev *bd, uint64_t *size);
+
+/* For backends (refresh_size): raises bd's size to size if that is more
+ * (atomically: concurrent raises keep the largest), with a release store
+ * made after the backend readied the added bytes.  Returns the size bd has
+ * afterwards.  Never lowers it. */
+uint64_t blockdev_grow_size(struct blockdev *bd, uint64_t size);
 
 /* From now on nothing more is written to bd, through any wrapper: writes,
  * flushes and discards fail with -EROFS (another writer owns the image). */
@@ -143,16 +184,17 @@ static inline int blockdev_discard(struct blockdev *bd, uint64_t off, uint64_t l
  * read as zeros.  off itself where the device cannot tell. */
 static inline uint64_t blockdev_next_data(struct blockdev *bd, uint64_t off)
 {
-	return bd->ops->next_data && off < bd->size ? bd->ops->next_data(bd, off) : off;
+	return bd->ops->next_data && off < blockdev_size(bd) ? bd->ops->next_data(bd, off) : off;
 }
 
 /* The first offset >= off in a hole: [off, result) may hold data.  The
  * size where the device cannot tell (no holes known). */
 static inline uint64_t blockdev_next_hole(struct blockdev *bd, uint64_t off)
 {
-	if (off >= bd->size)
-		return bd->size;
-	return bd->ops->next_hole ? bd->ops->next_hole(bd, off) : bd->size;
+	uint64_t size = blockdev_size(bd);
+	if (off >= size)
+		return size;
+	return bd->ops->next_hole ? bd->ops->next_hole(bd, off) : size;
 }
 
 /* Host space for [off, off + len) now (sparse devices): 0, -ENOSPC when
@@ -237,7 +279,8 @@ static inline void blockdev_destroy(struct blockdev *bd)
 /* Do not use FUA even where the device offers it (NBD: -o nofua). */
 #define BLOCKDEV_NO_FUA 0x10u
 
-/* Opens an image file or block device.  Returns 0 or a negative errno. */
+/* Opens an image file or block device.  Returns 0 or a negative errno.
+ * blockdev_refresh_size asks fstat (a file) or BLKGETSIZE64 (a device). */
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out);
 /* The file descriptor, for fallocate. */
 int blockdev_file_fd(struct blockdev *bd);
@@ -256,7 +299,12 @@ bool blockdev_is_nbd_uri(const char *name);
 /* Connects to the export named by uri (libnbd's URI syntax).  flags:
  * BLOCKDEV_READONLY, BLOCKDEV_NO_FLUSH_OK, BLOCKDEV_NO_FUA.  A request the server does not
  * answer within timeout_ms (0: the default), or that finds no connection
- * for that long, fails with -EIO.  On failure *why holds one line. */
+ * for that long, fails with -EIO.  On failure *why holds one line.
+ * blockdev_refresh_size opens a new connection (a server tells the size
+ * at the handshake only) and, if the export grew, moves the device to it
+ * without failing a request (nbd.c); -EIO when no connection can be made
+ * or the server now offers less than at open (read-only, no flush, FUA,
+ * trim or zero it had, a smaller request size). */
 int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 		      struct blockdev **out, char *why, size_t why_len);
 bool blockdev_is_nbd(const struct blockdev *bd);
@@ -277,6 +325,7 @@ int blockdev_open_image(const char *name, unsigned flags, unsigned nbd_timeout_m
 
 /* ---- memory backend --------------------------------------------------- */
 
+/* A fixed size: blockdev_refresh_size is -EOPNOTSUPP. */
 int blockdev_mem_create(uint64_t size, struct blockdev **out);
 /* Wraps a copy of existing image bytes. */
 int blockdev_mem_from(const void *image, uint64_t size, struct blockdev **out);
@@ -286,7 +335,8 @@ uint8_t *blockdev_mem_bytes(struct blockdev *bd);
 /* ---- copy-on-write overlay --------------------------------------------- */
 
 /* Wraps base (not owned): reads see base with the overlay's writes on top;
- * writes stay in memory, per block of block_size; flush is a no-op. */
+ * writes stay in memory, per block of block_size; flush is a no-op.  A
+ * size refresh refreshes base and takes its size. */
 int blockdev_overlay_create(struct blockdev *base, uint32_t block_size, struct blockdev **out);
 /* Blocks written through the overlay so far. */
 uint64_t blockdev_overlay_blocks(struct blockdev *bd);
@@ -302,7 +352,8 @@ uint64_t blockdev_overlay_blocks(struct blockdev *bd);
  * (allocated but unwritten pages are holes, as on tmpfs and ext4).  The
  * device is sparse: host() reports the model, with hostfs.h's rules.
  * Its lock is a leaf (never held over a call to inner): stack it above
- * wrappers that hold theirs over calls down (the recording device). */
+ * wrappers that hold theirs over calls down (the recording device).  A
+ * size refresh refreshes inner; the pages added are unbacked (a hole). */
 int blockdev_hostsim_create(struct blockdev *inner, uint64_t capacity, struct blockdev **out);
 void blockdev_hostsim_set_capacity(struct blockdev *bd, uint64_t capacity);
 struct blockdev_hostsim_counts {
@@ -337,7 +388,8 @@ struct blockdev_counts {
 };
 
 /* Wraps `inner` (not owned).  With log_writes, every write and flush is kept
- * in an event log readable with blockdev_record_events(). */
+ * in an event log readable with blockdev_record_events().  A size refresh
+ * refreshes inner and takes its size (not counted or logged). */
 int blockdev_record_create(struct blockdev *inner, bool log_writes, struct blockdev **out);
 
 /* Also appends every write, flush and mark to fd (owned from now on) as it

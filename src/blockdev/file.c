@@ -3,9 +3,15 @@
  *
  * Owns: the image file descriptor.  Rules: pread/pwrite are retried on EINTR
  * and on short transfers; a read past the end is -EIO; flush is fdatasync
- * (the image's metadata, such as its size, never changes after mkfs, so
- * fdatasync is enough); discard punches a hole in an image file (the file
- * keeps its size and shrinks on the host) or is BLKDISCARD on a device.
+ * (ordfs never changes the image's metadata; its size changes only from
+ * outside, when the host extends the file, and fdatasync writes a size
+ * that reading written data back needs); discard punches a hole in an
+ * image file (the file keeps its size and shrinks on the host) or is
+ * BLKDISCARD on a device.  refresh_size asks fstat (an image file) or
+ * BLKGETSIZE64 (a block device) again, one refresh at a time (refresh_lock:
+ * two refreshes racing would otherwise let the older answer look like a
+ * shrink); the added bytes need nothing readied, the descriptor reaches
+ * them already.
  * With BLOCKDEV_DIRECT_BULK a second descriptor opened O_DIRECT takes the
  * large aligned writes; the kernel keeps the two coherent (a direct write
  * writes back and drops cached pages of its range), and fdatasync on the
@@ -28,6 +34,7 @@
 
 #include "blockdev.h"
 #include "hostfs.h"
+#include "../lock/lock.h"
 
 struct file_dev {
 	struct blockdev bd;
@@ -38,6 +45,7 @@ struct file_dev {
 	bool write_behind; /* BLOCKDEV_WRITE_BEHIND */
 	char *path;        /* absolute (image files) */
 	struct hostfs host; /* image files */
+	struct ordfs_mutex refresh_lock; /* one refresh_size at a time */
 };
 
 static struct file_dev *to_file(struct blockdev *bd)
@@ -51,8 +59,9 @@ static int transfer(struct blockdev *bd, int fd, void *buf, size_t len, uint64_t
 		    bool write)
 {
 	uint8_t *p = buf;
+	uint64_t size = blockdev_size(bd);
 
-	if (off > bd->size || len > bd->size - off)
+	if (off > size || len > size - off)
 		return -EIO;
 	while (len > 0) {
 		ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
@@ -124,6 +133,7 @@ static void file_destroy(struct blockdev *bd)
 		close(f->direct_fd_owned);
 	close(f->fd);
 	free(f->path);
+	ordfs_mutex_destroy(&f->refresh_lock);
 	free(bd);
 }
 
@@ -137,7 +147,8 @@ static int punch_hole(struct file_dev *f, uint64_t off, uint64_t len)
 static int file_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 {
 	struct file_dev *f = to_file(bd);
-	if (off > bd->size || len > bd->size - off)
+	uint64_t size = blockdev_size(bd);
+	if (off > size || len > size - off)
 		return -EIO;
 	if (f->is_device) {
 		uint64_t range[2] = { off, len };
@@ -165,25 +176,27 @@ static uint64_t file_next_data(struct blockdev *bd, uint64_t off)
 		return off;
 	off_t next = lseek(f->fd, (off_t)off, SEEK_DATA);
 	if (next < 0)
-		return errno == ENXIO ? bd->size : off; /* ENXIO: no data after off */
+		return errno == ENXIO ? blockdev_size(bd) : off; /* ENXIO: no data after off */
 	return (uint64_t)next < off ? off : (uint64_t)next;
 }
 
 /* [off, result) may hold data (image files only: sparse). */
 static uint64_t file_next_hole(struct blockdev *bd, uint64_t off)
 {
+	uint64_t size = blockdev_size(bd);
 	off_t next = lseek(to_file(bd)->fd, (off_t)off, SEEK_HOLE);
 	if (next < 0)
-		return errno == ENXIO ? bd->size : off; /* unknown: a hole, to be safe */
-	if ((uint64_t)next > bd->size)
-		return bd->size;
+		return errno == ENXIO ? size : off; /* unknown: a hole, to be safe */
+	if ((uint64_t)next > size)
+		return size;
 	return (uint64_t)next < off ? off : (uint64_t)next;
 }
 
 static int file_allocate(struct blockdev *bd, uint64_t off, uint64_t len)
 {
 	struct file_dev *f = to_file(bd);
-	if (off > bd->size || len > bd->size - off)
+	uint64_t size = blockdev_size(bd);
+	if (off > size || len > size - off)
 		return -EIO;
 	if (fallocate(f->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
 		return 0;
@@ -207,7 +220,7 @@ static int file_host(struct blockdev *bd, struct blockdev_host *out, bool fresh)
 	struct file_dev *f = to_file(bd);
 	memset(out, 0, sizeof(*out));
 	out->image = f->path;
-	out->image_size = bd->size;
+	out->image_size = blockdev_size(bd);
 	struct stat st;
 	if (fresh && fstat(f->fd, &st) == 0)
 		out->image_allocated = (uint64_t)st.st_blocks * 512u;
@@ -220,6 +233,37 @@ static void file_host_refused(struct blockdev *bd)
 	hostfs_note(&to_file(bd)->host, -ENOSPC);
 }
 
+/* The size of what fd opens: a regular file's, or a block device's. */
+static int device_size(int fd, bool *is_device, uint64_t *size)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*is_device = S_ISBLK(st.st_mode);
+	if (S_ISREG(st.st_mode)) {
+		*size = (uint64_t)st.st_size;
+		return 0;
+	}
+	if (S_ISBLK(st.st_mode))
+		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
+	return -EINVAL;
+}
+
+static int file_refresh_size(struct blockdev *bd, uint64_t *size)
+{
+	struct file_dev *f = to_file(bd);
+	bool is_device;
+	uint64_t now = 0;
+	ordfs_mutex_lock(&f->refresh_lock);
+	int err = device_size(f->fd, &is_device, &now);
+	if (!err && now < blockdev_size(bd))
+		err = -EUCLEAN; /* cut under us: keep the size we had */
+	if (!err)
+		*size = blockdev_grow_size(bd, now);
+	ordfs_mutex_unlock(&f->refresh_lock);
+	return err;
+}
+
 static const struct blockdev_ops file_ops = {
 	.read = file_read,
 	.write = file_write,
@@ -228,6 +272,7 @@ static const struct blockdev_ops file_ops = {
 	.discard = file_discard,
 	.write_zeroes = file_write_zeroes,
 	.next_data = file_next_data,
+	.refresh_size = file_refresh_size,
 };
 
 /* An image file: the same, and what a sparse device has. */
@@ -243,6 +288,7 @@ static const struct blockdev_ops image_file_ops = {
 	.allocate = file_allocate,
 	.host = file_host,
 	.host_refused = file_host_refused,
+	.refresh_size = file_refresh_size,
 };
 
 int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)
@@ -251,19 +297,9 @@ int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)
 	if (fd < 0)
 		return -errno;
 
-	struct stat st;
 	uint64_t size = 0;
-	int err = 0;
-	if (fstat(fd, &st) < 0) {
-		err = -errno;
-	} else if (S_ISREG(st.st_mode)) {
-		size = (uint64_t)st.st_size;
-	} else if (S_ISBLK(st.st_mode)) {
-		if (ioctl(fd, BLKGETSIZE64, &size) < 0)
-			err = -errno;
-	} else {
-		err = -EINVAL;
-	}
+	bool is_device = false;
+	int err = device_size(fd, &is_device, &size);
 	if (err) {
 		close(fd);
 		return err;
@@ -274,17 +310,19 @@ int blockdev_file_open(const char *path, unsigned flags, struct blockdev **out)
 		close(fd);
 		return -ENOMEM;
 	}
-	f->is_device = S_ISBLK(st.st_mode);
+	f->is_device = is_device;
 	f->bd.ops = f->is_device ? &file_ops : &image_file_ops;
 	f->bd.size = size;
 	f->bd.sparse = !f->is_device;
 	f->fd = fd;
 	f->direct_fd = f->direct_fd_owned = -1;
+	ordfs_mutex_init(&f->refresh_lock, LOCK_BLOCKDEV_REFRESH, "device size refresh lock");
 	if (!f->is_device) {
 		char abs[PATH_MAX];
 		f->path = strdup(realpath(path, abs) ? abs : path);
 		if (!f->path) {
 			close(fd);
+			ordfs_mutex_destroy(&f->refresh_lock);
 			free(f);
 			return -ENOMEM;
 		}

@@ -6,6 +6,9 @@
  * device may have lost it (stale: a flush failed since it was written).
  * A flush writes the stale entries again, flushes the device, and on
  * success forgets every entry written before the flush began.
+ * A size refresh is passed down and the guard then takes the size of what
+ * it wraps: the copies are keyed by block number, nothing depends on the
+ * size.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -672,6 +675,15 @@ static void guard_host_refused(struct blockdev *bd)
 	blockdev_host_refused(to_guard(bd)->inner);
 }
 
+static int guard_refresh_size(struct blockdev *bd, uint64_t *size)
+{
+	struct blockdev *inner = to_guard(bd)->inner;
+	int err = blockdev_refresh_size(inner, size);
+	if (!err)
+		*size = blockdev_grow_size(bd, blockdev_size(inner));
+	return err;
+}
+
 static const struct blockdev_ops guard_ops = {
 	.read = guard_read,
 	.write = guard_write,
@@ -684,6 +696,7 @@ static const struct blockdev_ops guard_ops = {
 	.allocate = guard_allocate,
 	.host = guard_host,
 	.host_refused = guard_host_refused,
+	.refresh_size = guard_refresh_size,
 };
 
 int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *cfg,
@@ -696,7 +709,7 @@ int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *
 		return -ENOMEM;
 	g->bd.ops = &guard_ops;
 	g->bd.fua = inner->fua && inner->ops->write_fua;
-	g->bd.size = inner->size;
+	g->bd.size = blockdev_size(inner);
 	g->bd.sparse = inner->sparse;
 	g->inner = inner;
 	g->cfg = *cfg;

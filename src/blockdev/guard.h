@@ -81,7 +81,8 @@ struct flush_guard_stats {
 	bool cannot_flush;         /* flushes are skipped */
 };
 
-/* Wraps inner (not owned). */
+/* Wraps inner (not owned).  A size refresh refreshes inner and takes its
+ * size. */
 int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *cfg,
 		       struct blockdev **out);
 void flush_guard_get_stats(struct blockdev *guard, struct flush_guard_stats *out);

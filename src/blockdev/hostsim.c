@@ -15,6 +15,9 @@
  *  - The lock covers the map only and is never held over a call to inner.
  *    It is an ordfs_mutex of LOCK_BLOCKDEV, so the device goes above any
  *    wrapper that holds its own lock over calls down (record.c).
+ *  - A size refresh refreshes inner, then extends the map (the added pages
+ *    unbacked: a file extended on the host is a hole) before the device
+ *    takes inner's size, so every page below the size is in the map.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -69,7 +72,8 @@ static int back_pages(struct hostsim *s, uint64_t first, uint64_t end, bool data
 
 static bool in_range(const struct blockdev *bd, uint64_t off, uint64_t len)
 {
-	return off <= bd->size && len <= bd->size - off;
+	uint64_t size = blockdev_size(bd);
+	return off <= size && len <= size - off;
 }
 
 static int sim_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
@@ -142,10 +146,10 @@ static uint64_t seek(struct hostsim *s, uint64_t off, bool want)
 	while (p < s->pages && (s->written[p] != 0) != want)
 		p++;
 	ordfs_mutex_unlock(&s->lock);
-	uint64_t at = p * PAGE;
+	uint64_t at = p * PAGE, size = blockdev_size(&s->bd);
 	if (at < off)
 		at = off;
-	return at < s->bd.size ? at : s->bd.size;
+	return at < size ? at : size;
 }
 
 static uint64_t sim_next_data(struct blockdev *bd, uint64_t off)
@@ -173,7 +177,7 @@ static int sim_host(struct blockdev *bd, struct blockdev_host *out, bool fresh)
 	struct hostsim *s = to_sim(bd);
 	memset(out, 0, sizeof(*out));
 	out->image = s->host.image;
-	out->image_size = bd->size;
+	out->image_size = blockdev_size(bd);
 	ordfs_mutex_lock(&s->lock);
 	out->image_allocated = s->used;
 	ordfs_mutex_unlock(&s->lock);
@@ -197,6 +201,36 @@ static void sim_destroy(struct blockdev *bd)
 	free(s);
 }
 
+/* The map grows to cover inner's new size (new pages zeroed: unbacked),
+ * then the size follows.  -ENOMEM leaves the device as it was (inner has
+ * grown: a refresh again finishes). */
+static int sim_refresh_size(struct blockdev *bd, uint64_t *size)
+{
+	struct hostsim *s = to_sim(bd);
+	int err = blockdev_refresh_size(s->inner, size);
+	if (err)
+		return err;
+	uint64_t want = blockdev_size(s->inner);
+	uint64_t pages = (want + PAGE - 1) / PAGE;
+	ordfs_mutex_lock(&s->lock);
+	for (int i = 0; i < 2 && pages > s->pages && !err; i++) {
+		uint8_t **map = i == 0 ? &s->backed : &s->written;
+		uint8_t *grown = realloc(*map, pages);
+		if (!grown) {
+			err = -ENOMEM;
+			break;
+		}
+		memset(grown + s->pages, 0, pages - s->pages);
+		*map = grown;
+	}
+	if (!err && pages > s->pages)
+		s->pages = pages;
+	ordfs_mutex_unlock(&s->lock);
+	if (!err)
+		*size = blockdev_grow_size(bd, want);
+	return err;
+}
+
 static const struct blockdev_ops sim_ops = {
 	.read = sim_read,
 	.write = sim_write,
@@ -209,6 +243,7 @@ static const struct blockdev_ops sim_ops = {
 	.allocate = sim_allocate,
 	.host = sim_host,
 	.host_refused = sim_host_refused,
+	.refresh_size = sim_refresh_size,
 };
 
 int blockdev_hostsim_create(struct blockdev *inner, uint64_t capacity, struct blockdev **out)
@@ -218,17 +253,18 @@ int blockdev_hostsim_create(struct blockdev *inner, uint64_t capacity, struct bl
 		return -ENOMEM;
 	s->inner = inner;
 	s->bd.ops = &sim_ops;
-	s->bd.size = inner->size;
+	uint64_t size = blockdev_size(inner);
+	s->bd.size = size;
 	s->bd.sparse = true;
 	s->capacity = capacity;
-	s->pages = (inner->size + PAGE - 1) / PAGE;
+	s->pages = (size + PAGE - 1) / PAGE;
 	s->backed = calloc(s->pages ? s->pages : 1, 1);
 	s->written = calloc(s->pages ? s->pages : 1, 1);
 	uint8_t *page = malloc(PAGE);
 	int err = s->backed && s->written && page ? 0 : -ENOMEM;
 	/* What holds data now is backed. */
 	for (uint64_t p = 0; !err && p < s->pages; p++) {
-		uint64_t len = inner->size - p * PAGE < PAGE ? inner->size - p * PAGE : PAGE;
+		uint64_t len = size - p * PAGE < PAGE ? size - p * PAGE : PAGE;
 		err = blockdev_read(inner, page, (size_t)len, p * PAGE);
 		bool data = false;
 		for (uint64_t i = 0; !err && i < len && !data; i++)

@@ -4,7 +4,8 @@
  * Owns: one heap buffer holding the whole image.  Every write is "durable"
  * the moment it completes; tests that need to lose unflushed writes use the
  * record wrapper's event log instead.  A rwlock keeps concurrent readers and
- * writers from tearing each other's transfers.
+ * writers from tearing each other's transfers.  Its size is fixed at
+ * creation: blockdev_refresh_size is -EOPNOTSUPP.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,10 +26,17 @@ static struct mem_dev *to_mem(struct blockdev *bd)
 	return (struct mem_dev *)bd;
 }
 
+/* The size is fixed: refresh_size is not offered (-EOPNOTSUPP). */
+static bool mem_in_range(const struct blockdev *bd, uint64_t off, uint64_t len)
+{
+	uint64_t size = blockdev_size(bd);
+	return off <= size && len <= size - off;
+}
+
 static int mem_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 {
 	struct mem_dev *m = to_mem(bd);
-	if (off > bd->size || len > bd->size - off)
+	if (!mem_in_range(bd, off, len))
 		return -EIO;
 	ordfs_rwlock_rdlock(&m->lock);
 	memcpy(buf, m->bytes + off, len);
@@ -39,7 +47,7 @@ static int mem_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 static int mem_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
 {
 	struct mem_dev *m = to_mem(bd);
-	if (off > bd->size || len > bd->size - off)
+	if (!mem_in_range(bd, off, len))
 		return -EIO;
 	ordfs_rwlock_wrlock(&m->lock);
 	memcpy(m->bytes + off, buf, len);
@@ -56,7 +64,7 @@ static int mem_flush(struct blockdev *bd)
 static int mem_discard(struct blockdev *bd, uint64_t off, uint64_t len)
 {
 	struct mem_dev *m = to_mem(bd);
-	if (off > bd->size || len > bd->size - off)
+	if (!mem_in_range(bd, off, len))
 		return -EIO;
 	ordfs_rwlock_wrlock(&m->lock);
 	memset(m->bytes + off, 0, len);

@@ -1,16 +1,19 @@
 /*
  * open.c - opens an image by the name a user gives: an NBD URI or a path;
- * and the helpers every backend shares (zeroing a range).
+ * and the helpers every backend shares (zeroing a range, the size).
  *
  * Owns: the choice of backend.  Every program that takes an IMAGE argument
  * (the daemon, mkfs, fsck, tune, dump) opens it here, so they all take the
- * same names.
+ * same names.  And the size's one rule (blockdev.h): it only grows, by a
+ * release store after the backend readied the added bytes; a refresh
+ * checks that no backend lowered it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "blockdev.h"
+#include "../base/ordfs_assert.h"
 
 int blockdev_open_image(const char *name, unsigned flags, unsigned nbd_timeout_ms,
 			struct blockdev **out, char *why, size_t why_len)
@@ -30,7 +33,8 @@ int blockdev_write_zeroes(struct blockdev *bd, uint64_t off, uint64_t len)
 {
 	if (blockdev_fenced(bd))
 		return -EROFS;
-	if (off > bd->size || len > bd->size - off)
+	uint64_t size = blockdev_size(bd);
+	if (off > size || len > size - off)
 		return -EIO;
 	if (bd->ops->write_zeroes) {
 		int err = bd->ops->write_zeroes(bd, off, len);
@@ -48,5 +52,28 @@ int blockdev_write_zeroes(struct blockdev *bd, uint64_t off, uint64_t len)
 		len -= n;
 	}
 	free(zeros);
+	return err;
+}
+
+uint64_t blockdev_grow_size(struct blockdev *bd, uint64_t size)
+{
+	uint64_t cur = __atomic_load_n(&bd->size, __ATOMIC_RELAXED);
+	while (cur < size && !__atomic_compare_exchange_n(&bd->size, &cur, size, false,
+							  __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		; /* cur is now what another raise left: retry if still less */
+	return cur < size ? size : cur;
+}
+
+int blockdev_refresh_size(struct blockdev *bd, uint64_t *size)
+{
+	uint64_t before = blockdev_size(bd);
+	uint64_t found = before;
+	int err = bd->ops->refresh_size ? bd->ops->refresh_size(bd, &found) : -EOPNOTSUPP;
+	uint64_t after = blockdev_size(bd);
+	/* Only grows; a success left at least what the device said (a
+	 * concurrent refresh may have raised it further since). */
+	ORDFS_ASSERT(after >= before);
+	ORDFS_ASSERT(err || found <= after);
+	*size = after;
 	return err;
 }

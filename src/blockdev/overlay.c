@@ -7,7 +7,9 @@
  * changing a byte of it.
  * Rules: writes are kept per block of block_size (partial blocks are
  * completed from the base first); flush does nothing (nothing reaches the
- * base); one mutex guards the table.
+ * base); one mutex guards the table.  A size refresh refreshes the base
+ * (that writes nothing) and takes its size: the table is keyed by block
+ * number, so blocks past the old end are kept like any other.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -55,7 +57,8 @@ static struct overlay_block *find(struct overlay_dev *o, uint64_t blockno)
 static int overlay_read(struct blockdev *bd, void *buf, size_t len, uint64_t off)
 {
 	struct overlay_dev *o = to_overlay(bd);
-	if (off > bd->size || len > bd->size - off)
+	uint64_t size = blockdev_size(bd);
+	if (off > size || len > size - off)
 		return -EIO;
 	int err = blockdev_read(o->base, buf, len, off);
 	if (err)
@@ -77,7 +80,8 @@ static int overlay_read(struct blockdev *bd, void *buf, size_t len, uint64_t off
 static int overlay_write(struct blockdev *bd, const void *buf, size_t len, uint64_t off)
 {
 	struct overlay_dev *o = to_overlay(bd);
-	if (off > bd->size || len > bd->size - off)
+	uint64_t size = blockdev_size(bd);
+	if (off > size || len > size - off)
 		return -EIO;
 	uint32_t bs = o->block_size;
 	int err = 0;
@@ -131,11 +135,21 @@ static void overlay_destroy(struct blockdev *bd)
 	free(o);
 }
 
+static int overlay_refresh_size(struct blockdev *bd, uint64_t *size)
+{
+	struct blockdev *base = to_overlay(bd)->base;
+	int err = blockdev_refresh_size(base, size);
+	if (!err)
+		*size = blockdev_grow_size(bd, blockdev_size(base));
+	return err;
+}
+
 static const struct blockdev_ops overlay_ops = {
 	.read = overlay_read,
 	.write = overlay_write,
 	.flush = overlay_flush,
 	.destroy = overlay_destroy,
+	.refresh_size = overlay_refresh_size,
 };
 
 int blockdev_overlay_create(struct blockdev *base, uint32_t block_size, struct blockdev **out)
@@ -146,7 +160,7 @@ int blockdev_overlay_create(struct blockdev *base, uint32_t block_size, struct b
 	if (!o)
 		return -ENOMEM;
 	o->bd.ops = &overlay_ops;
-	o->bd.size = base->size;
+	o->bd.size = blockdev_size(base);
 	o->base = base;
 	o->block_size = block_size;
 	ordfs_mutex_init(&o->lock, LOCK_BLOCKDEV, "overlay device lock");

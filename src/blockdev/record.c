@@ -16,6 +16,8 @@
  *    write changes nothing.
  *  - With a stream, every event is also appended to a file as it happens
  *    (the daemon's ORDFS_TEST_RECORD), in the order the device saw it.
+ *  - A size refresh is passed down, not counted or logged (it changes no
+ *    byte); the device then takes the size of what it wraps.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -331,6 +333,15 @@ static void record_host_refused(struct blockdev *bd)
 	blockdev_host_refused(to_rec(bd)->inner);
 }
 
+static int record_refresh_size(struct blockdev *bd, uint64_t *size)
+{
+	struct blockdev *inner = to_rec(bd)->inner;
+	int err = blockdev_refresh_size(inner, size);
+	if (!err)
+		*size = blockdev_grow_size(bd, blockdev_size(inner));
+	return err;
+}
+
 static const struct blockdev_ops record_ops = {
 	.read = record_read,
 	.write = record_write,
@@ -343,6 +354,7 @@ static const struct blockdev_ops record_ops = {
 	.allocate = record_allocate,
 	.host = record_host,
 	.host_refused = record_host_refused,
+	.refresh_size = record_refresh_size,
 };
 
 void blockdev_record_set_fua(struct blockdev *bd, bool on)
@@ -356,7 +368,7 @@ int blockdev_record_create(struct blockdev *inner, bool log_writes, struct block
 	if (!r)
 		return -ENOMEM;
 	r->bd.ops = &record_ops;
-	r->bd.size = inner->size;
+	r->bd.size = blockdev_size(inner);
 	r->bd.sparse = inner->sparse;
 	r->inner = inner;
 	r->log_writes = log_writes;

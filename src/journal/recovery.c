@@ -467,7 +467,7 @@ static int check_fs_geometry(struct blockdev *bd, const struct ordfs_super *sb)
 	if (sb->journal_start == 0 || sb->journal_start >= sb->block_count ||
 	    sb->journal_blocks < 2 || sb->journal_blocks > sb->block_count - sb->journal_start)
 		return -EUCLEAN;
-	if (sb->journal_start + sb->journal_blocks > bd->size / bs)
+	if (sb->journal_start + sb->journal_blocks > blockdev_size(bd) / bs)
 		return -EUCLEAN;
 	return 0;
 }

@@ -54,6 +54,9 @@ enum lock_level {
 				    flush_guard_set_policy changes it */
 	LOCK_GUARD_FLUSH = 90,   /* the flush guard: one flush at a time */
 	LOCK_GUARD = 92,         /* the flush guard's state */
+	LOCK_BLOCKDEV_REFRESH = 94, /* a device's size refresh, one at a time
+				    (file, NBD: the NBD mutex and libnbd's
+				    handle lock are taken under it) */
 	LOCK_BLOCKDEV = 96,      /* a stacked block device's own lock */
 	LOCK_BLOCKDEV_NBD = 97,  /* an NBD device's mutex (libnbd's handle lock
 				    comes first: no libnbd call under it) */

@@ -524,7 +524,7 @@ int ordfs_mkfs_write_owned(struct blockdev *bd, const struct ordfs_super *sb,
 	if (err)
 		return err;
 	uint32_t bs = ordfs_block_size(sb);
-	if (bd->size / bs < sb->block_count) {
+	if (blockdev_size(bd) / bs < sb->block_count) {
 		*why = "device is smaller than the planned filesystem";
 		return -EINVAL;
 	}

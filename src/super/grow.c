@@ -142,7 +142,7 @@ int ordfs_grow_offline(struct blockdev *bd, const struct ordfs_super *old,
 {
 	uint32_t bs = ordfs_block_size(old);
 	ORDFS_ASSERT(grown->block_count > old->block_count);
-	ORDFS_ASSERT(bd->size / bs >= grown->block_count);
+	ORDFS_ASSERT(blockdev_size(bd) / bs >= grown->block_count);
 	ORDFS_ASSERT(!(old->feature_incompat & ORDFS_FEATURE_INCOMPAT_RECOVER));
 
 	struct ordfs_super in_use = *old, in_use_grown = *grown;

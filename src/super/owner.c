@@ -39,7 +39,7 @@ bool owner_record_fits(uint64_t dev_size, uint64_t block_count, uint32_t block_s
 
 static uint64_t record_off(const struct blockdev *bd)
 {
-	return bd->size - ORDFS_OWNER_SIZE;
+	return blockdev_size(bd) - ORDFS_OWNER_SIZE;
 }
 
 /* 0 with *valid false for a sector that holds no record. */
@@ -361,7 +361,7 @@ int owner_take(struct blockdev *bd, uint64_t block_count, uint32_t block_size,
 {
 	*out = NULL;
 	bool nbd = blockdev_is_nbd(bd);
-	if (!owner_record_fits(bd->size, block_count, block_size)) {
+	if (!owner_record_fits(blockdev_size(bd), block_count, block_size)) {
 		if (!nbd)
 			return 0;
 		snprintf(why, why_len, "no room for the owner record at the end of the export "

@@ -62,7 +62,7 @@ int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *s
 	uint8_t raw[ORDFS_SB_SIZE];
 	int err;
 
-	if (bd->size < ORDFS_SB_SIZE) {
+	if (blockdev_size(bd) < ORDFS_SB_SIZE) {
 		*why = "image too small to hold a superblock";
 		return -EINVAL;
 	}
@@ -84,9 +84,9 @@ int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *s
 			err = -EUCLEAN;
 			for (uint32_t lg = ORDFS_MIN_BLOCK_LOG; lg <= ORDFS_MAX_BLOCK_LOG; lg++) {
 				uint64_t bs = 1ull << lg;
-				if (bd->size < 2 * bs)
+				if (blockdev_size(bd) < 2 * bs)
 					break;
-				uint64_t off = (bd->size / bs - 1) * bs;
+				uint64_t off = (blockdev_size(bd) / bs - 1) * bs;
 				if (blockdev_read(bd, raw, sizeof(raw), off) == 0 &&
 				    ordfs_super_decode(raw, sb, &ignored) == 0 &&
 				    sb->log_block_size == lg) {
@@ -107,7 +107,7 @@ int ordfs_read_super(struct blockdev *bd, bool use_backup, struct ordfs_super *s
 	err = ordfs_super_decode(raw, sb, why);
 	if (err)
 		return err;
-	if (bd->size / ordfs_block_size(sb) < sb->block_count) {
+	if (blockdev_size(bd) / ordfs_block_size(sb) < sb->block_count) {
 		*why = "image is smaller than the filesystem it holds (truncated?)";
 		return -EUCLEAN;
 	}

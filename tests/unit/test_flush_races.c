@@ -253,7 +253,7 @@ static int s_flush(struct blockdev *bd)
 {
 	struct sdev *d = (struct sdev *)bd;
 	pthread_mutex_lock(&d->m);
-	memcpy(d->snap, blockdev_mem_bytes(d->mem), d->bd.size);
+	memcpy(d->snap, blockdev_mem_bytes(d->mem), blockdev_size(&d->bd));
 	int n = ++d->flushes;
 	if (n == d->block_nth) {
 		d->blocked = 1;
@@ -261,7 +261,7 @@ static int s_flush(struct blockdev *bd)
 		while (!d->released)
 			pthread_cond_wait(&d->c, &d->m);
 	}
-	memcpy(d->durable, d->snap, d->bd.size);
+	memcpy(d->durable, d->snap, blockdev_size(&d->bd));
 	pthread_mutex_unlock(&d->m);
 	return 0;
 }

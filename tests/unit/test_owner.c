@@ -38,7 +38,8 @@ static struct blockdev *new_dev(void)
 static bool read_rec(struct blockdev *bd, struct ordfs_owner *rec)
 {
 	uint8_t raw[ORDFS_OWNER_SIZE];
-	ck_assert_int_eq(blockdev_read(bd, raw, sizeof(raw), bd->size - ORDFS_OWNER_SIZE), 0);
+	uint64_t at = blockdev_size(bd) - ORDFS_OWNER_SIZE;
+	ck_assert_int_eq(blockdev_read(bd, raw, sizeof(raw), at), 0);
 	return ordfs_owner_decode(raw, rec) == 0;
 }
 
@@ -46,7 +47,8 @@ static void write_rec(struct blockdev *bd, const struct ordfs_owner *rec)
 {
 	uint8_t raw[ORDFS_OWNER_SIZE];
 	ordfs_owner_encode(rec, raw);
-	ck_assert_int_eq(blockdev_write(bd, raw, sizeof(raw), bd->size - ORDFS_OWNER_SIZE), 0);
+	uint64_t at = blockdev_size(bd) - ORDFS_OWNER_SIZE;
+	ck_assert_int_eq(blockdev_write(bd, raw, sizeof(raw), at), 0);
 }
 
 /* A held record as another program (pid, host) would leave it. */
@@ -283,12 +285,13 @@ START_TEST(test_undo_restores_the_sector)
 	uint8_t junk[ORDFS_OWNER_SIZE], after[ORDFS_OWNER_SIZE];
 	for (unsigned i = 0; i < sizeof(junk); i++)
 		junk[i] = (uint8_t)(i * 7 + 3);
-	ck_assert_int_eq(blockdev_write(bd, junk, sizeof(junk), bd->size - sizeof(junk)), 0);
+	uint64_t at = blockdev_size(bd) - sizeof(junk);
+	ck_assert_int_eq(blockdev_write(bd, junk, sizeof(junk), at), 0);
 	struct owner_claim *c;
 	char why[256];
 	ck_assert_int_eq(owner_claim(bd, &plain, &c, why, sizeof(why)), 0);
 	owner_undo(c);
-	ck_assert_int_eq(blockdev_read(bd, after, sizeof(after), bd->size - sizeof(after)), 0);
+	ck_assert_int_eq(blockdev_read(bd, after, sizeof(after), at), 0);
 	ck_assert_mem_eq(after, junk, sizeof(junk));
 	blockdev_destroy(bd);
 }

@@ -337,7 +337,7 @@ static int probe_target(const struct mkfs_options *o, struct target *t)
 		t->is_blockdev = true; /* its size is the server's */
 		/* The owner record needs the export's last 512 bytes outside
 		 * the filesystem (with 1 KiB blocks it costs one block). */
-		t->bytes = t->nbd->size - ORDFS_OWNER_SIZE;
+		t->bytes = blockdev_size(t->nbd) - ORDFS_OWNER_SIZE;
 		return 0;
 	}
 	if (stat(o->image, &st) < 0) {
@@ -416,8 +416,8 @@ static const char *find_signature(const uint8_t *probe, size_t len)
 static ssize_t read_probe(const struct target *t, const char *path, uint8_t *buf, size_t len)
 {
 	if (t->nbd) {
-		if (len > t->nbd->size)
-			len = (size_t)t->nbd->size;
+		if (len > blockdev_size(t->nbd))
+			len = (size_t)blockdev_size(t->nbd);
 		int err = blockdev_read(t->nbd, buf, len, 0);
 		return err ? err : (ssize_t)len;
 	}

@@ -134,7 +134,7 @@ static int new_block_count(const struct resize_options *o, struct blockdev *bd,
 	uint32_t bs = ordfs_block_size(sb);
 	/* On NBD the export's last 512 bytes stay outside the filesystem, for
 	 * the owner record (as mkfs.ordfs leaves them). */
-	uint64_t room = bd->size;
+	uint64_t room = blockdev_size(bd);
 	if (blockdev_is_nbd_uri(o->image))
 		room = room > ORDFS_OWNER_SIZE ? room - ORDFS_OWNER_SIZE : 0;
 	uint64_t dev_blocks = room / bs;
@@ -190,7 +190,7 @@ static int resize(const struct resize_options *o)
 		/* A file or block device (the flock holds it) grown to its last
 		 * block with 1 KiB blocks: the record's sector becomes the new
 		 * backup's second copy, so it is given back first. */
-		if (claim && !owner_record_fits(bd->size, grown.block_count,
+		if (claim && !owner_record_fits(blockdev_size(bd), grown.block_count,
 						ordfs_block_size(&grown))) {
 			owner_release(claim);
 			claim = NULL;
