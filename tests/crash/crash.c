@@ -10,7 +10,8 @@
  *     runs (each mode, each journal size); then the tail workloads
  *     (workloads.c): every tail operation with every persistence on three
  *     files in data=ordered and on one in the other modes (400), 200
- *     sampled pairs, and log-file runs in each mode;
+ *     sampled pairs, and log-file runs in each mode; last the handwritten
+ *     online grow in each mode and journal size (6);
  *   --long: every 2-operation sequence (32,400) in data=ordered, larger
  *     samples elsewhere, twelve long runs of 400 operations, every pair
  *     of tail operations on one file (6400) and 2000 sampled ones;
@@ -95,7 +96,8 @@ int main(int argc, char **argv)
 	struct crash_tier t = {
 		.fixed = 30, /* 5 handwritten x 3 modes x 2 journals */ .one_op = 180, .two_op = 150, .two_op_other = 60,
 		.three_op = 40, .long_runs = 6, .long_ops = 150,
-		.tail_one = 400, .tail_two = 200, .logfile = 6, .seed = seed,
+		.tail_one = 400, .tail_two = 200, .logfile = 6,
+		.fixed_late = 6, /* grow-online x 3 modes x 2 journals */ .seed = seed,
 	};
 	if (longrun) {
 		t.two_op = 180 * 180;

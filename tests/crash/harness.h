@@ -29,6 +29,10 @@
  *                             from here on (its bytes: crash_run.versions)
  *   S ino k                   version k of ino is durable: no older one
  *                             of that inode may show any more
+ *   G old new                 an online grow from old to new blocks begins:
+ *                             the block count may be either from here on
+ *   g new                     the grow returned 0: the block count is new
+ *                             for good (it committed before returning)
  */
 #ifndef ORDFS_CRASH_HARNESS_H
 #define ORDFS_CRASH_HARNESS_H
@@ -41,7 +45,7 @@
 #include "inode/inode.h"
 #include "blockdev/blockdev.h"
 
-#define CRASH_IMG (8u << 20)
+#define CRASH_IMG (8u << 20) /* the filesystem and the device, unless a workload asks */
 #define CRASH_BS 4096u
 #define CRASH_SECTOR 512u
 #define CRASH_STALE 0xee /* every byte of a free data block in a base image */
@@ -99,6 +103,8 @@ struct crash_version {
 
 struct crash_run {
 	struct blockdev *mem, *rec;
+	uint64_t size;              /* of the device (the image), bytes */
+	const char *label;          /* the workload's, for its own violations */
 	struct crash_version *versions; /* indexed by the k of "V ino k" */
 	size_t nversions;
 	struct ordfs *fs;
@@ -110,11 +116,14 @@ struct crash_run {
 
 typedef void (*crash_setup_fn)(struct crash_run *r);
 
-/* mkfs; setup (if any) on a plain mount, unmounted cleanly; then the image
+/* mkfs of fs_bytes at the start of a device of dev_bytes (larger for a
+ * workload that grows the filesystem: the space past it holds stale bytes
+ * too); setup (if any) on a plain mount, unmounted cleanly; then the image
  * is the base and the filesystem is mounted again behind the recorder,
  * with a mark for every setup file's bytes first. */
 int crash_run_start(struct crash_run *r, enum journal_data_mode mode, uint32_t journal_blocks,
-		    crash_setup_fn setup, const char *const *universe);
+		    uint64_t fs_bytes, uint64_t dev_bytes, crash_setup_fn setup,
+		    const char *const *universe);
 void crash_run_end(struct crash_run *r);
 
 struct inode *crash_walk(struct ordfs *fs, const char *path);
@@ -135,6 +144,9 @@ void op_rename(struct crash_run *r, const char *from, const char *to);
 void op_symlink(struct crash_run *r, const char *path, const char *target);
 void op_setxattr(struct crash_run *r, const char *path, const char *value);
 void op_removexattr(struct crash_run *r, const char *path);
+/* An online grow to new_blocks (the device is that large already):
+ * "G old new" before, "g new" once it returned 0.  0 or its error. */
+int op_grow(struct crash_run *r, uint64_t new_blocks);
 /* Durability: fsync or fdatasync of path (a file or directory), fsync of
  * path's parent directory, ordfs_sync (ordfsctl sync). */
 void op_fsync(struct crash_run *r, const char *path, bool datasync);
@@ -149,6 +161,8 @@ void op_background_writeback(struct crash_run *r, uint64_t max_pages);
  * writeback pass (max_pages as above), then a commit of the running
  * transaction.  Nothing is promised durable by it. */
 void op_periodic_commit(struct crash_run *r, uint64_t max_pages);
+/* Blocks in [lo, hi) marked in use in the block bitmap. */
+uint64_t crash_blocks_in_use(struct ordfs *fs, uint64_t lo, uint64_t hi);
 
 /* ---- oracle.c ------------------------------------------------------------- */
 
@@ -175,6 +189,8 @@ struct crash_tier {
 	unsigned tail_two;    /* 2-operation tail workloads: sampled, or all */
 	bool tail_two_all;    /* the first 6400 are every pair on file t */
 	unsigned logfile;     /* log-file workloads (modes in turn) */
+	unsigned fixed_late;  /* handwritten workloads added since, x modes x
+				 journals, last (the others keep their indexes) */
 	uint64_t seed;
 };
 unsigned crash_tier_count(const struct crash_tier *t);

@@ -24,8 +24,18 @@
  *   - in every mode, growing a file after recovery shows zeros past its
  *     old end (no bytes a crash left past EOF come back);
  *   - every directory takes a new file and a new directory and gives them
- *     back; after unmount the checker finds nothing.
+ *     back; after unmount the checker finds nothing;
+ *   - the block count after replay is the base image's until a grow began
+ *     ("G old new"), old or new while it ran, new once it returned ("g");
+ *     the backup superblock in that count's last block is valid and has
+ *     that count (the checker does not read it; a grow writes the new one
+ *     before its commit); a grown filesystem (the new count) takes a file
+ *     in its new space: with every free block below the old count held,
+ *     a file of three blocks is written, fsync'd and read back, and the
+ *     blocks in use past the old count grow by at least its three; after
+ *     the checker, both superblocks on the image have the count judged.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +44,9 @@
 
 #include "harness.h"
 #include "ops.h"
+#include "alloc/alloc.h"
 #include "check/check.h"
+#include "super/super.h"
 
 static const struct ordfs_cred cred = { 0, 0 };
 
@@ -64,6 +76,8 @@ struct promises {
 	size_t nw;
 	bool *visible; /* [k]: "V ino k" came before the crash point */
 	bool *durable; /* [k]: "S ino k" did */
+	bool grow_began, grow_returned; /* "G", "g" */
+	uint64_t grow_old, grow_new;
 };
 
 static struct expectation *find(struct promises *p, const char *path)
@@ -194,6 +208,17 @@ static void gather(const struct crash_log *log, size_t limit, size_t nversions,
 		case 'M':
 			if (sscanf(m, "M %u %" SCNu64 " %" SCNd64, &ino, &off, &delta) == 3)
 				move_writes(p, ino, off, delta);
+			break;
+		case 'G':
+			if (sscanf(m, "G %" SCNu64 " %" SCNu64, &off, &len) == 2) {
+				p->grow_began = true;
+				p->grow_returned = false;
+				p->grow_old = off;
+				p->grow_new = len;
+			}
+			break;
+		case 'g':
+			p->grow_returned = p->grow_began;
 			break;
 		case 'V':
 		case 'S':
@@ -427,6 +452,111 @@ static void check_versions(const struct crash_oracle_ctx *c, struct ordfs *fs,
 	free(done);
 }
 
+/* The block count replay left, and the backup superblock at its end (see
+ * the header).  Returns the count. */
+static uint64_t check_size(const struct crash_oracle_ctx *c, struct blockdev *img,
+			   struct ordfs *fs, const struct promises *p, const char *state)
+{
+	uint64_t count = fs_block_count(fs);
+	struct ordfs_super base, backup;
+	const char *why = "";
+	if (p->grow_returned) {
+		if (count != p->grow_new)
+			crash_violation(c->workload, state, "%" PRIu64 " blocks after replay: the "
+					"grow to %" PRIu64 " had returned", count, p->grow_new);
+	} else if (p->grow_began) {
+		if (count != p->grow_old && count != p->grow_new)
+			crash_violation(c->workload, state, "%" PRIu64 " blocks after replay: "
+					"neither the old %" PRIu64 " nor the new %" PRIu64, count,
+					p->grow_old, p->grow_new);
+	} else if (ordfs_super_decode(c->log->base, &base, &why) != 0 ||
+		   count != base.block_count) {
+		crash_violation(c->workload, state, "%" PRIu64 " blocks after replay, no grow "
+				"begun (the base: %s)", count, why[0] ? why : "another count");
+	}
+	uint8_t raw[ORDFS_SB_SIZE];
+	if (count == 0 || (count - 1) * fs->block_size + ORDFS_SB_SIZE > c->log->size ||
+	    blockdev_read(img, raw, sizeof(raw), (count - 1) * fs->block_size) != 0) {
+		crash_violation(c->workload, state, "no backup superblock at block %" PRIu64
+				" (past the device)", count - 1);
+	} else if (ordfs_super_decode(raw, &backup, &why) != 0) {
+		crash_violation(c->workload, state, "the backup superblock at block %" PRIu64
+				" is not valid: %s", count - 1, why);
+	} else if (backup.block_count != count || backup.data_start != fs->sb.data_start) {
+		crash_violation(c->workload, state, "the backup superblock at block %" PRIu64
+				" says %" PRIu64 " blocks", count - 1, backup.block_count);
+	}
+	return count;
+}
+
+struct claimed_run {
+	uint64_t start;
+	uint32_t len;
+};
+
+/* A grown filesystem takes a file in its new space (see the header). */
+static void check_new_space(const struct crash_oracle_ctx *c, struct ordfs *fs, uint64_t old,
+			    const char *state)
+{
+	uint64_t count = fs_block_count(fs), from = 0;
+	struct claimed_run *runs = NULL;
+	size_t n = 0;
+	for (;;) {
+		uint64_t start;
+		uint32_t len;
+		alloc_claim_free_run(fs->alloc, from, UINT32_MAX, &start, &len);
+		if (!len)
+			break;
+		if (start >= old) {
+			alloc_unclaim_blocks(fs->alloc, start, len, 0);
+			break;
+		}
+		if (start + len > old) {
+			alloc_unclaim_blocks(fs->alloc, old, (uint32_t)(start + len - old), 0);
+			len = (uint32_t)(old - start);
+		}
+		struct claimed_run *v = realloc(runs, (n + 1) * sizeof(*v));
+		if (!v) {
+			alloc_unclaim_blocks(fs->alloc, start, len, 0);
+			break;
+		}
+		runs = v;
+		runs[n++] = (struct claimed_run){ start, len };
+		from = start + len;
+	}
+	enum { PROBE = 3 * CRASH_BS };
+	static uint8_t want[PROBE], got[PROBE];
+	for (size_t i = 0; i < PROBE; i++)
+		want[i] = (uint8_t)(i * 13 + 5);
+	uint64_t before = crash_blocks_in_use(fs, old, count - 1);
+	struct inode *root = crash_walk(fs, ""), *f = NULL;
+	int err = root ? ordfs_create(fs, root, ".grow-probe", 0644, &cred, &f) : -ENOENT;
+	ssize_t wrote = err ? err : ordfs_write(fs, f, want, PROBE, 0);
+	if (wrote == PROBE)
+		err = ordfs_fsync(fs, f, false);
+	else
+		err = wrote < 0 ? (int)wrote : -EIO;
+	if (!err && ordfs_read(fs, f, got, PROBE, 0) != PROBE)
+		err = -EIO;
+	uint64_t after = crash_blocks_in_use(fs, old, count - 1);
+	if (err)
+		crash_violation(c->workload, state, "grown to %" PRIu64 " blocks, a file of %u "
+				"bytes in the new space fails: %d", count, (unsigned)PROBE, err);
+	else if (memcmp(want, got, PROBE) != 0)
+		crash_violation(c->workload, state, "a file in the new space reads back other bytes");
+	else if (after < before + PROBE / CRASH_BS)
+		crash_violation(c->workload, state, "a file written with every block below %" PRIu64
+				" held took %" PRIu64 " blocks past it (%u expected)", old,
+				after - before, (unsigned)(PROBE / CRASH_BS));
+	if (f)
+		inode_put(fs, f);
+	if (root)
+		inode_put(fs, root);
+	for (size_t i = 0; i < n; i++)
+		alloc_unclaim_blocks(fs->alloc, runs[i].start, runs[i].len, 0);
+	free(runs);
+}
+
 static void quiet(void *ctx, enum check_problem code, const char *msg)
 {
 	(void)ctx;
@@ -448,6 +578,7 @@ void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *sta
 	}
 	struct ordfs_options opts = c->run->opts;
 	struct ordfs *fs;
+	uint64_t count = 0;
 	const char *why = "";
 	if (ordfs_mount(img, &opts, &fs, &why) != 0) {
 		crash_violation(c->workload, state, "mount (recovery) failed: %s", why);
@@ -465,6 +596,7 @@ void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *sta
 		goto out;
 	}
 	gather(c->log, limit, nv, p);
+	count = check_size(c, img, fs, p, state);
 	/* data=journal promises at least what data=ordered does. */
 	bool ordered = opts.data_mode != JOURNAL_DATA_WRITEBACK;
 	for (unsigned i = 0; i < p->n; i++) {
@@ -505,6 +637,8 @@ void crash_oracle(void *ctx, struct blockdev *img, size_t limit, const char *sta
 	check_no_stray_data(c, fs, p, state);
 	check_versions(c, fs, p, ordered, state);
 	check_directories(c, fs, p, state);
+	if (p->grow_began && p->grow_new > p->grow_old && count == p->grow_new)
+		check_new_space(c, fs, p->grow_old, state);
 out:
 	if (p) {
 		free(p->w);
@@ -519,4 +653,9 @@ out:
 	res.report = quiet;
 	if (ordfs_check(img, &res) != 0 || res.problems)
 		crash_violation(c->workload, state, "checker: %u problems", res.problems);
+	/* It checked the size judged above: the unmount wrote it to both. */
+	struct ordfs_super sb;
+	if (count && (ordfs_read_super(img, true, &sb, &why) != 0 || sb.block_count != count))
+		crash_violation(c->workload, state, "after unmount the superblocks do not "
+				"say %" PRIu64 " blocks", count);
 }

@@ -18,7 +18,9 @@
 
 #include "harness.h"
 #include "ops.h"
+#include "alloc/alloc.h"
 #include "journal/journal.h"
+#include "super/grow.h"
 #include "writeback/writeback.h"
 #include "mkfs/mkfs.h"
 
@@ -219,7 +221,9 @@ static void name_changes(struct crash_run *r, const char *path)
 static void mark_durable_all(struct crash_run *r);
 
 /* Free data blocks of a real disk hold old data, not zeros: fill them with
- * CRASH_STALE so a file that shows a block it never wrote is caught. */
+ * CRASH_STALE so a file that shows a block it never wrote is caught; and
+ * so every block past the filesystem's end (a device larger than it, for
+ * a grow): the space a grow adds was never the filesystem's. */
 static int fill_free_blocks(struct blockdev *bd)
 {
 	struct ordfs_super sb;
@@ -246,17 +250,21 @@ static int fill_free_blocks(struct blockdev *bd)
 		if (!err && !((bitmap[24 + bit / 8] >> (bit % 8)) & 1))
 			err = blockdev_write(bd, stale, bs, b * bs);
 	}
+	for (uint64_t b = sb.block_count; b < bd->size / bs && !err; b++)
+		err = blockdev_write(bd, stale, bs, b * bs);
 	free(bitmap);
 	free(stale);
 	return err;
 }
 
 int crash_run_start(struct crash_run *r, enum journal_data_mode mode, uint32_t journal_blocks,
-		    crash_setup_fn setup, const char *const *universe)
+		    uint64_t fs_bytes, uint64_t dev_bytes, crash_setup_fn setup,
+		    const char *const *universe)
 {
 	memset(r, 0, sizeof(*r));
 	r->universe = universe;
-	if (blockdev_mem_create(CRASH_IMG, &r->mem))
+	r->size = dev_bytes;
+	if (fs_bytes > dev_bytes || blockdev_mem_create(dev_bytes, &r->mem))
 		return -ENOMEM;
 	struct mkfs_params p;
 	memset(&p, 0, sizeof(p));
@@ -264,7 +272,7 @@ int crash_run_start(struct crash_run *r, enum journal_data_mode mode, uint32_t j
 	p.journal_blocks = journal_blocks;
 	struct ordfs_super sb;
 	const char *why;
-	int err = ordfs_mkfs_plan(&p, CRASH_IMG, &sb, &why);
+	int err = ordfs_mkfs_plan(&p, fs_bytes, &sb, &why);
 	if (!err)
 		err = ordfs_mkfs_write(r->mem, &sb, &why);
 	if (err)
@@ -286,10 +294,10 @@ int crash_run_start(struct crash_run *r, enum journal_data_mode mode, uint32_t j
 	err = fill_free_blocks(r->mem);
 	if (err)
 		return err;
-	r->base = malloc(CRASH_IMG);
+	r->base = malloc(dev_bytes);
 	if (!r->base)
 		return -ENOMEM;
-	memcpy(r->base, blockdev_mem_bytes(r->mem), CRASH_IMG);
+	memcpy(r->base, blockdev_mem_bytes(r->mem), dev_bytes);
 	err = blockdev_record_create(r->mem, true, &r->rec);
 	if (err)
 		return err;
@@ -499,6 +507,29 @@ void op_removexattr(struct crash_run *r, const char *path)
 	touch_inode(r, path);
 	(void)ordfs_removexattr(r->fs, f, "user.k");
 	inode_put(r->fs, f);
+}
+
+/* The mark comes before the grow: a state cut anywhere inside it may show
+ * either size; "g" only once it returned, committed. */
+int op_grow(struct crash_run *r, uint64_t new_blocks)
+{
+	uint64_t old = fs_block_count(r->fs), was;
+	const char *why;
+	mark(r, "G %" PRIu64 " %" PRIu64, old, new_blocks);
+	int err = ordfs_grow_online(r->fs, new_blocks, &was, &why);
+	if (err == 0)
+		mark(r, "g %" PRIu64, new_blocks);
+	else if (crash_verbose)
+		fprintf(stderr, "  grow to %" PRIu64 " blocks: %s\n", new_blocks, why);
+	return err;
+}
+
+uint64_t crash_blocks_in_use(struct ordfs *fs, uint64_t lo, uint64_t hi)
+{
+	uint64_t n = 0;
+	for (uint64_t b = lo; b < hi; b++)
+		n += alloc_block_in_use(fs->alloc, b);
+	return n;
 }
 
 /* ---- durability ------------------------------------------------------------------ */

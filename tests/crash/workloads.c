@@ -18,7 +18,9 @@
  * ordered) with the default or the smallest
  * (64-block) journal, so wrap-around, checkpoints and revokes are crossed
  * by crashes.  A workload's label names its tier index: `crash --index N`
- * with the same tier options runs that one again.
+ * with the same tier options runs that one again.  Handwritten workloads
+ * added later (an online grow) run last, so that the indexes, and with
+ * them the seeds of the sampled workloads, stay what they were.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@
 
 #include "harness.h"
 #include "fs.h"
+#include "alloc/alloc.h"
 
 uint64_t crash_workloads_run;
 
@@ -297,6 +300,71 @@ static void w_logfile(struct crash_run *r)
 	}
 }
 
+/* ---- handwritten, added later (at the tier's end) ---------------------------- */
+
+/* grow-online: a 2 MiB filesystem on a 4 MiB device grows while mounted,
+ * with files fsync'd before it, a file dirty across it, and more written
+ * after it than the old size had left free (the setup fills most of the
+ * old filesystem with a preallocated file, which costs the log nothing
+ * and the oracle little: it reads as zeros).  Cut anywhere, the oracle
+ * holds the block count to the old or the new size (the new one once the
+ * grow returned), the backup superblock to that size, the checker to
+ * clean, and writes a file into the new space of a grown image. */
+#define GROW_OLD_BYTES (2u << 20)
+#define GROW_NEW_BYTES (4u << 20)
+#define GROW_LEFT_FREE 40u /* blocks for data the setup leaves at the old size */
+
+static const char *const grow_universe[] = {
+	"A", "A/f", "A/y", "t", "fill", "big", "A/big", NULL,
+};
+
+static void grow_setup(struct crash_run *r)
+{
+	struct alloc_counts c;
+	op_mkdir(r, "A");
+	op_create(r, "fill");
+	alloc_get_counts(r->fs->alloc, &c);
+	if (c.data_blocks > GROW_LEFT_FREE)
+		op_fallocate(r, "fill", 0, 0, (c.data_blocks - GROW_LEFT_FREE) * CRASH_BS);
+}
+
+static void w_grow_online(struct crash_run *r)
+{
+	uint64_t old_blocks = fs_block_count(r->fs), new_blocks = GROW_NEW_BYTES / CRASH_BS;
+	op_write(r, "A/f", 0, 20000);
+	op_fsync(r, "A/f", false);
+	op_write(r, "t", 0, 30000);
+	op_fsync(r, "t", true);
+	op_write(r, "A/y", 0, 9000); /* dirty across the grow */
+	struct alloc_counts c;
+	alloc_get_counts(r->fs->alloc, &c); /* free at the old size, the metadata reserve too */
+	if (op_grow(r, new_blocks) != 0) {
+		crash_violation(r->label, "workload", "the grow to %" PRIu64 " blocks failed",
+				new_blocks);
+		return;
+	}
+	/* More than the old size had left: part of it must go past it. */
+	op_write(r, "big", 0, (c.free_blocks + 16) * CRASH_BS + 1000);
+	op_fsync(r, "big", false);
+	if (crash_blocks_in_use(r->fs, old_blocks, new_blocks - 1) == 0)
+		crash_violation(r->label, "workload", "nothing was allocated past the old "
+				"size (%" PRIu64 " blocks)", old_blocks);
+	op_write(r, "A/f", 20000, 5000);
+	op_fsync(r, "A/f", true);
+	op_rename(r, "big", "A/big");
+	op_unlink(r, "t");
+	op_fsync(r, "A/y", false);
+	op_sync(r);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(struct crash_run *r);
+} fixed_late[] = {
+	{ "grow-online", w_grow_online },
+};
+#define NFIXED_LATE (sizeof(fixed_late) / sizeof(fixed_late[0]))
+
 /* ---- running one ---------------------------------------------------------------- */
 
 struct plan {
@@ -320,13 +388,18 @@ static void run_plan(const struct plan *pl)
 		 pl->journal);
 	bool gen = !pl->fixed && !pl->tail;
 	bool tail = pl->tail || pl->fixed == w_logfile;
-	crash_setup_fn setup = tail ? tail_setup : gen ? gen_setup : NULL;
-	const char *const *universe = tail ? tail_universe : gen ? gen_universe : fixed_universe;
-	if (crash_run_start(&r, pl->mode, pl->journal, setup, universe) != 0) {
+	bool grow = pl->fixed == w_grow_online;
+	crash_setup_fn setup = tail ? tail_setup : gen ? gen_setup : grow ? grow_setup : NULL;
+	const char *const *universe = tail ? tail_universe : gen ? gen_universe
+				      : grow ? grow_universe : fixed_universe;
+	uint64_t fs_bytes = grow ? GROW_OLD_BYTES : CRASH_IMG;
+	uint64_t dev_bytes = grow ? GROW_NEW_BYTES : CRASH_IMG;
+	if (crash_run_start(&r, pl->mode, pl->journal, fs_bytes, dev_bytes, setup, universe) != 0) {
 		crash_violation(label, "setup", "could not make and mount the image");
 		crash_run_end(&r);
 		return;
 	}
+	r.label = label;
 	if (pl->fixed) {
 		pl->fixed(&r);
 	} else if (pl->tail) {
@@ -352,7 +425,7 @@ static void run_plan(const struct plan *pl)
 			gen_apply(&r, pl->ops[i], pl->nops > 2 ? mix(pl->seed + i) >> 40 : 0);
 	}
 	size_t n;
-	struct crash_log log = { .base = r.base, .size = CRASH_IMG };
+	struct crash_log log = { .base = r.base, .size = r.size };
 	log.ev = blockdev_record_events(r.rec, &n);
 	log.n = n;
 	if (getenv("CRASH_DUMP_EVENTS")) {
@@ -379,11 +452,12 @@ static void run_plan(const struct plan *pl)
 unsigned crash_tier_count(const struct crash_tier *t)
 {
 	return t->fixed + t->one_op + t->two_op + t->two_op_other + t->three_op +
-	       t->long_runs + t->tail_one + t->tail_two + t->logfile;
+	       t->long_runs + t->tail_one + t->tail_two + t->logfile + t->fixed_late;
 }
 
 /* The tail workloads of a tier, after the others (so the indexes of the
- * others stay what they were). */
+ * others stay what they were); then the log-file runs and the later
+ * handwritten workloads. */
 static void tail_tier_run(const struct crash_tier *t, struct plan *pl, unsigned index,
 			  unsigned i)
 {
@@ -428,6 +502,17 @@ static void tail_tier_run(const struct crash_tier *t, struct plan *pl, unsigned 
 	}
 	i -= t->tail_two;
 	pl->tail = false;
+	if (i >= t->logfile) {
+		/* the later handwritten ones: as the first, each mode, each journal */
+		i -= t->logfile;
+		pl->fixed = fixed_late[i % NFIXED_LATE].fn;
+		pl->mode = i / NFIXED_LATE % 3 == 0 ? JOURNAL_DATA_ORDERED
+			   : i / NFIXED_LATE % 3 == 1 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_JOURNAL;
+		pl->journal = i / NFIXED_LATE / 3 % 2 ? 64 : 0;
+		snprintf(pl->label, sizeof(pl->label), "#%u %s", index, fixed_late[i % NFIXED_LATE].name);
+		run_plan(pl);
+		return;
+	}
 	pl->fixed = w_logfile;
 	pl->mode = i % 3 == 0 ? JOURNAL_DATA_ORDERED
 		   : i % 3 == 1 ? JOURNAL_DATA_WRITEBACK : JOURNAL_DATA_JOURNAL;
