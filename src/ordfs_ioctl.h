@@ -79,6 +79,23 @@ struct ordfs_remount {
 };
 #define ORDFS_IOC_REMOUNT _IOWR('o', 0x04, struct ordfs_remount)
 
+/* Grow the mounted filesystem (resize.ordfs on a mounted image): the
+ * daemon asks its device for its size now (an image file extended, an NBD
+ * export resized) and grows to size_bytes (whole blocks), or with 0 to
+ * the whole device.  The grow is committed when the ioctl returns.  In:
+ * size_bytes; out: the block counts before and after and the block size,
+ * and on failure why (NUL-terminated).  CAP_SYS_ADMIN or the mount's
+ * owner. */
+struct ordfs_grow {
+	uint64_t size_bytes;
+	uint64_t old_blocks;
+	uint64_t new_blocks;
+	uint32_t block_size;
+	uint32_t reserved;
+	char reply[512];
+};
+#define ORDFS_IOC_GROW _IOWR('o', 0x05, struct ordfs_grow)
+
 /* The kernel's shutdown ioctl (ext4's EXT4_IOC_SHUTDOWN, XFS's
  * XFS_IOC_GOINGDOWN, xfstests' godown), in linux/fs.h only since Linux
  * 6.x headers.  Its u32 argument is the flags below; the number says

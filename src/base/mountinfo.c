@@ -106,6 +106,8 @@ int mountinfo_find_options(const char *target, char *type, size_t tsize, char *o
 
 struct image_ctx {
 	const char *image;
+	char *mountpoint;
+	size_t size;
 	bool found;
 };
 
@@ -113,11 +115,26 @@ static bool image_one(const struct mountinfo_entry *e, void *ctx)
 {
 	struct image_ctx *c = ctx;
 	c->found = strncmp(e->type, "fuse", 4) == 0 && strcmp(e->source, c->image) == 0;
+	if (c->found && c->mountpoint)
+		snprintf(c->mountpoint, c->size, "%s", e->mountpoint);
 	return !c->found;
+}
+
+int mountinfo_image_mountpoint(const char *image, char *mountpoint, size_t size)
+{
+	/* The daemon names a file by its absolute path, an NBD export by its
+	 * URI as given (options.c, add_mount_identity). */
+	char *abs = realpath(image, NULL);
+	struct image_ctx c = { .image = abs ? abs : image, .mountpoint = mountpoint,
+			       .size = size };
+	int err = mountinfo_each(image_one, &c);
+	free(abs);
+	return err ? err : c.found ? 0 : -ENOENT;
 }
 
 bool mountinfo_image_mounted(const char *image)
 {
+	/* a file only: a path that does not resolve is not an image here */
 	char *abs = realpath(image, NULL);
 	struct image_ctx c = { .image = abs };
 	if (abs)

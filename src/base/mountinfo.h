@@ -45,4 +45,8 @@ int mountinfo_find_options(const char *target, char *type, size_t tsize, char *o
 /* Is the file `image` the source of a live FUSE mount (this namespace)? */
 bool mountinfo_image_mounted(const char *image);
 
+/* The mount point of the first live FUSE mount whose source is `image`
+ * (a file, by its absolute path; an NBD URI as written).  0 or -ENOENT. */
+int mountinfo_image_mountpoint(const char *image, char *mountpoint, size_t size);
+
 #endif

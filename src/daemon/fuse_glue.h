@@ -83,6 +83,10 @@ void op_removexattr(fuse_req_t req, fuse_ino_t node, const char *name);
 /* ORDFS_IOC_REMOUNT (fuse_remount.c): 0 and the options in force in
  * reply, or a negative errno and why. */
 int daemon_remount(struct daemon_ctx *dc, const char *opts, char *reply, size_t replylen);
+
+/* ORDFS_IOC_GROW (fuse_grow.c): 0 or a negative errno with g->reply set. */
+struct ordfs_grow;
+int daemon_grow(struct daemon_ctx *dc, struct ordfs_grow *g);
 void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_file_info *fi,
 	      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 /* The file-flag ioctls (fuse_fileattr.c): true when cmd is one of them

@@ -8,7 +8,8 @@
  * Rules: FUSE passes only restricted ioctls (size and direction in the
  * number), so every argument is a fixed struct; 32-bit callers (compat)
  * get ENOSYS.  An ioctl that changes the image or costs I/O for everyone
- * beyond what the caller's own files need (TRIM, the test hooks) takes
+ * beyond what the caller's own files need (TRIM, REMOUNT, GROW, the test
+ * hooks) takes
  * CAP_SYS_ADMIN, as FITRIM does in the kernel, or the mount's owner (the
  * user the daemon runs as: a user's own fusermount3 mount); others get
  * EPERM.  STATS reads, and SYNC is what sync(2) and syncfs(2) are to any
@@ -84,7 +85,7 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 	int err;
 	bool administers = (unsigned)cmd == ORDFS_IOC_TRIM || (unsigned)cmd == ORDFS_IOC_TEST_MARK ||
 			   (unsigned)cmd == ORDFS_IOC_TEST_FAULT || (unsigned)cmd == FS_IOC_SHUTDOWN ||
-			   (unsigned)cmd == ORDFS_IOC_REMOUNT;
+			   (unsigned)cmd == ORDFS_IOC_REMOUNT || (unsigned)cmd == ORDFS_IOC_GROW;
 	if (administers && !caller_may_administer(req)) {
 		reply_result(req, -EPERM);
 		return;
@@ -110,6 +111,19 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 		 * the data out before it returns it. */
 		int rc = daemon_remount(ctx_of(req), r.opts, r.reply, sizeof(r.reply));
 		fuse_reply_ioctl(req, rc, &r, sizeof(r));
+		return;
+	}
+	case ORDFS_IOC_GROW: {
+		struct ordfs_grow g;
+		if (in_bufsz < sizeof(g.size_bytes) || out_bufsz < sizeof(g)) {
+			err = -EINVAL;
+			break;
+		}
+		memset(&g, 0, sizeof(g));
+		memcpy(&g.size_bytes, in_buf, sizeof(g.size_bytes));
+		/* as for REMOUNT: the reason travels with the error */
+		int rc = daemon_grow(ctx_of(req), &g);
+		fuse_reply_ioctl(req, rc, &g, sizeof(g));
 		return;
 	}
 	case ORDFS_IOC_TRIM: {

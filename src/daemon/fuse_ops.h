@@ -18,8 +18,18 @@ struct open_file;
 struct fuse_session;
 struct daemon_options;
 
+/* What main.c's device_grew hook says of the image's device. */
+struct device_room {
+	uint64_t size;      /* bytes, after asking the device */
+	bool owner_record;  /* an owner record is kept at its end (owner.h) */
+};
+
 struct daemon_ctx {
 	struct ordfs *fs;
+	/* An online grow asks the device for its size now and moves the owner
+	 * record to its new end (main.c); why on failure. */
+	int (*device_grew)(struct daemon_ctx *dc, struct device_room *room, char *why,
+			   size_t why_len);
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
 	double negative_timeout; /* seconds it may remember that a name is absent */

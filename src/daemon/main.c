@@ -267,6 +267,39 @@ static int claim_for_write(void *ctx, const char **why)
 	return err;
 }
 
+/* ORDFS_IOC_GROW's first step (fuse_grow.c): the device's size now, the
+ * owner record moved to its new end (its heartbeat paused meanwhile, so it
+ * never reads an end the device no longer has).  One grow at a time. */
+static struct ordfs_mutex device_grow_lock;
+
+static int device_grew(struct daemon_ctx *dc, struct device_room *room, char *why,
+		       size_t why_len)
+{
+	ordfs_mutex_lock(&device_grow_lock);
+	owner_pause(image_claim);
+	uint64_t size = 0;
+	int err = blockdev_refresh_size(dc->fs->bd, &size);
+	if (err == -EOPNOTSUPP) { /* a device whose size is fixed */
+		size = blockdev_size(dc->fs->bd);
+		err = 0;
+	}
+	if (err == -EUCLEAN)
+		snprintf(why, why_len, "the image is smaller than when it was mounted: it was "
+			 "cut while mounted");
+	else if (err)
+		snprintf(why, why_len, "cannot ask the image for its size: %s", strerror(-err));
+	int e2 = owner_resume(image_claim);
+	if (e2 && !err) {
+		snprintf(why, why_len, "cannot write the owner record at the image's new end: %s",
+			 strerror(-e2));
+		err = e2;
+	}
+	room->size = size;
+	room->owner_record = image_claim != NULL;
+	ordfs_mutex_unlock(&device_grow_lock);
+	return err;
+}
+
 /* Claims the owner record of a read-write image (the heartbeat starts
  * after the fork, in the process that keeps the image). */
 static int claim_image(const struct daemon_options *o, struct blockdev *bd,
@@ -556,8 +589,9 @@ int main(int argc, char **argv)
 				   .writeback_cache = o.writeback_cache,
 				   .read_ahead_kb = o.read_ahead_kb,
 				   .no_copy_range = copy_range_disabled(),
-				   .options = &o };
+				   .options = &o, .device_grew = device_grew };
 	ordfs_mutex_init(&dctx.files_lock, LOCK_FILES, "files_lock");
+	ordfs_mutex_init(&device_grow_lock, LOCK_DEVICE_GROW, "device_grow_lock");
 	if (!reopen && test_hooks_setup(&dctx, image_bd, &bd) != 0) {
 		logmsg(LOG_ERR, "cannot set up the test device");
 		blockdev_destroy(image_bd);

@@ -27,6 +27,8 @@
 
 /* The lock order, outermost first.  Gaps leave room. */
 enum lock_level {
+	LOCK_DEVICE_GROW = 3,    /* the daemon's online grow: the device's new
+				    size and the owner record's move (main.c) */
 	LOCK_REMOUNT = 5,        /* fs->remount_lock (mount/remount.c) */
 	LOCK_RENAME = 10,        /* fs->rename_lock */
 	LOCK_INODE = 20,         /* inode->lock (NESTS) */

@@ -10,8 +10,14 @@
  *    filesystem (the new backup superblock) is written and flushed first,
  *    where nothing reads it at the old size; then one handle changes the
  *    block bitmap and the superblock together, and its transaction is
- *    committed before this returns.  A crash before that commit leaves the
- *    old size, after it recovery gives the new one.
+ *    committed and checkpointed before this returns.  A crash before that
+ *    commit leaves the old size, after it recovery gives the new one.
+ *  - Block 0 on the image says the new count before any block past the old
+ *    end is handed out: recovery checks every logged block against the
+ *    count in block 0 on the image (recovery.c), so a later transaction
+ *    logging a new block while block 0 there still said the old count
+ *    would end the log (found by the crash harness's grow-online
+ *    workload).  journal_flush_all writes block 0 home.
  *  - Nothing of the added space is handed out before that commit: the
  *    allocator learns of it only afterwards (alloc_grow).  So no data can
  *    land in the old backup superblock's block while the old size may
@@ -45,7 +51,7 @@ static int write_new_backup(struct ordfs *fs, const struct ordfs_super *grown)
 
 /* The handle: the bitmap bits of the added blocks and block 0.  On
  * failure the in-memory superblock is as before. */
-static int grow_handle(struct ordfs *fs, const struct ordfs_super *grown, uint64_t *tid)
+static int grow_handle(struct ordfs *fs, const struct ordfs_super *grown)
 {
 	struct handle *h;
 	uint64_t old_count = fs_block_count(fs);
@@ -68,7 +74,6 @@ static int grow_handle(struct ordfs *fs, const struct ordfs_super *grown, uint64
 		if (err) /* the bitmap changed: half a grow must not commit */
 			err = journal_abort_half_done(fs->journal, err);
 	}
-	*tid = journal_handle_tid(h);
 	int e2 = journal_stop(h);
 	return err ? err : e2;
 }
@@ -97,18 +102,22 @@ int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
 	err = ordfs_grow_geometry(&now, new_count, &grown, why);
 	if (err)
 		goto out;
-	if (fs->bd->size / fs->block_size < new_count) {
+	if (blockdev_size(fs->bd) / fs->block_size < new_count) {
 		*why = "the device is smaller than the new size";
 		err = -EINVAL;
 		goto out;
 	}
 	bcache_grow(fs->cache, new_count);
 	err = write_new_backup(fs, &grown);
-	uint64_t tid = 0;
 	if (!err)
-		err = grow_handle(fs, &grown, &tid);
+		err = grow_handle(fs, &grown);
+	/* Committed and checkpointed, block 0 home with the new count, before
+	 * anything can log a block past the old end: recovery judges every
+	 * logged block against the count in block 0 on the image, and would
+	 * end the log at a later transaction that logs such a block while
+	 * block 0 there still says the old count. */
 	if (!err)
-		err = journal_commit_wait(fs->journal, tid);
+		err = journal_flush_all(fs->journal);
 	if (err) {
 		*why = "the grow could not be written (see the log)";
 		goto out;

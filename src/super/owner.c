@@ -27,6 +27,7 @@ struct owner_claim {
 	pthread_cond_t cv;
 	pthread_t thread;
 	bool running, stopping, lost;
+	bool paused;              /* owner_pause: the heartbeat waits for owner_resume */
 };
 
 bool owner_record_fits(uint64_t dev_size, uint64_t block_count, uint32_t block_size)
@@ -297,6 +298,31 @@ static void stop(struct owner_claim *c)
 	ordfs_mutex_unlock(&c->mu);
 	pthread_join(c->thread, NULL);
 	c->running = false;
+}
+
+void owner_pause(struct owner_claim *c)
+{
+	if (!c || !c->running)
+		return;
+	stop(c);
+	c->paused = true;
+}
+
+int owner_resume(struct owner_claim *c)
+{
+	if (!c || !c->paused)
+		return 0;
+	c->paused = false;
+	if (c->lost) /* another claimer's record: never written over */
+		return -EBUSY;
+	c->rec.seq++;
+	c->rec.time = (uint64_t)time(NULL);
+	int err = write_record(c->bd, &c->rec);
+	if (!err)
+		err = blockdev_flush(c->bd);
+	if (!err)
+		err = owner_start(c);
+	return err;
 }
 
 void owner_abandon(struct owner_claim *c)

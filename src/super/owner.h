@@ -55,6 +55,14 @@ int owner_claim(struct blockdev *bd, const struct owner_opts *opts, struct owner
  * after a fork; NULL while there is none (release then writes nothing).
  * Not while the heartbeat runs.  c may be NULL (nothing to do). */
 void owner_set_device(struct owner_claim *c, struct blockdev *bd);
+/* The device is about to grow (an online grow): the heartbeat stops, so
+ * that it never looks for the record at an end the device no longer
+ * has.  owner_resume, once the device has its new size, writes the record
+ * at the new end, flushes it and starts the heartbeat again (the old
+ * record is left where it was: the filesystem's new blocks cover it).
+ * Both do nothing for c NULL or a claim not running. */
+void owner_pause(struct owner_claim *c);
+int owner_resume(struct owner_claim *c);
 /* Starts the heartbeat on the claim's device. */
 int owner_start(struct owner_claim *c);
 /* Stops the heartbeat, marks the record free (unless it was lost) on the

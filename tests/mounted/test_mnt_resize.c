@@ -2,10 +2,13 @@
  * test_mnt_resize.c - resize.ordfs on real images with the real daemon:
  * an image file grown offline (truncate, resize.ordfs, fsck.ordfs -f
  * clean, df shows the new size, nearly all the new free space written,
- * kill -9 of the daemon after that and fsck clean at the new size), and
- * every refusal (smaller, larger than the file, past the bitmap, unknown
- * option, mounted, journal needing recovery) one line with the image
- * unchanged byte for byte.
+ * kill -9 of the daemon after that and fsck clean at the new size); the
+ * same grown online, in two steps (to SIZE, then to the whole file,
+ * named by the mount point) with a file open across them; kill -9 of the
+ * daemon at moments during an online grow, fsck clean at the old or the
+ * new size; and every refusal (smaller, larger than the file, past the
+ * bitmap, unknown option, journal needing recovery, and mounted: smaller,
+ * larger) one line with the image unchanged.
  */
 #include <check.h>
 #include <stdbool.h>
@@ -14,8 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mnt_helpers.h"
@@ -118,6 +123,131 @@ START_TEST(test_offline_grow_of_an_image_file)
 }
 END_TEST
 
+static uint64_t fs_bytes(struct mnt *m)
+{
+	struct statvfs sv;
+	MNT_OK(statvfs(m->mountpoint, &sv));
+	return (uint64_t)sv.f_blocks * sv.f_frsize;
+}
+
+START_TEST(test_online_grow_of_an_image_file)
+{
+	struct mnt m;
+	mnt_setup(&m, "64M");
+	mnt_start(&m, NULL);
+	mnt_write_pattern(mnt_path(&m, "keep"), 3 << 20, 7, 0644);
+	/* open across the grow, with data the daemon has not written back */
+	int open_fd = open(mnt_path(&m, "open"), O_CREAT | O_RDWR, 0644);
+	MNT_OK(open_fd);
+	char *buf = malloc(1 << 20);
+	mnt_pattern_fill(buf, 1 << 20, 9, 0);
+	mnt_pwrite_all(open_fd, buf, 1 << 20, 0);
+	struct statvfs before;
+	MNT_OK(statvfs(m.mountpoint, &before));
+	ck_assert_uint_eq(fs_bytes(&m), 64ull << 20);
+
+	truncate_to(&m, 120ull << 20);
+	struct mnt_run_result r;
+	resize_run(&m, m.image, "100M", &r);
+	ck_assert_msg(r.status == 0, "resize.ordfs 100M: %.*s", (int)r.err_len, r.err);
+	ck_assert_uint_eq(fs_bytes(&m), 100ull << 20);
+	/* the rest of the file, named by the mount point */
+	resize_run(&m, m.mountpoint, NULL, &r);
+	ck_assert_msg(r.status == 0, "resize.ordfs MOUNTPOINT: %.*s", (int)r.err_len, r.err);
+	ck_assert_uint_eq(fs_bytes(&m), 120ull << 20);
+	resize_run(&m, m.image, NULL, &r); /* nothing left to do: success */
+	ck_assert_msg(r.status == 0, "resize.ordfs again: %.*s", (int)r.err_len, r.err);
+	struct statvfs after;
+	MNT_OK(statvfs(m.mountpoint, &after));
+	ck_assert_uint_eq((uint64_t)(after.f_bfree - before.f_bfree) * after.f_frsize,
+			  56ull << 20);
+
+	/* the open file goes on, and the new space fills */
+	mnt_pwrite_all(open_fd, buf, 1 << 20, 1 << 20);
+	MNT_OK(fsync(open_fd));
+	uint64_t len = ((uint64_t)after.f_bavail - 64 - 256) * after.f_frsize;
+	ck_assert_uint_gt(len, 64ull << 20);
+	int fd = open(mnt_path(&m, "fill"), O_CREAT | O_WRONLY, 0644);
+	MNT_OK(fd);
+	memset(buf, 0x5a, 1 << 20);
+	for (uint64_t off = 0; off < len; off += 1 << 20) {
+		size_t n = len - off < (1u << 20) ? (size_t)(len - off) : (1u << 20);
+		mnt_pwrite_all(fd, buf, n, (off_t)off);
+	}
+	free(buf);
+	MNT_OK(fsync(fd));
+	MNT_OK(close(fd));
+	MNT_OK(close(open_fd));
+	/* kill -9 after the fill: fsck clean at the new size */
+	mnt_kill9(&m);
+	int st_y = fsck_run(&m, "-f -y"); /* 1: the journal was replayed */
+	ck_assert_msg(st_y == 0 || st_y == 1, "fsck.ordfs -f -y: status %d", st_y);
+	ck_assert_int_eq(fsck_run(&m, "-f -n"), 0);
+	mnt_start(&m, NULL);
+	struct stat st;
+	MNT_OK(stat(mnt_path(&m, "fill"), &st));
+	ck_assert_uint_eq((uint64_t)st.st_size, len);
+	mnt_expect_pattern(mnt_path(&m, "keep"), 3 << 20, 7);
+	mnt_expect_pattern(mnt_path(&m, "open"), 1 << 20, 9);
+	ck_assert_uint_eq(fs_bytes(&m), 120ull << 20);
+	mnt_finish(&m);
+}
+END_TEST
+
+/* kill -9 of the daemon while resize.ordfs asks it to grow, at several
+ * moments: fsck.ordfs -f clean at the old or the new size, the fsync'd
+ * file intact, and the next mount can grow to the end. */
+START_TEST(test_kill9_during_online_grow)
+{
+	struct mnt m;
+	mnt_setup(&m, "32M");
+	unsigned old_seen = 0, new_seen = 0;
+	uint64_t size = 32ull << 20;
+	for (unsigned round = 0; round < 6; round++) {
+		mnt_start(&m, NULL);
+		mnt_write_pattern(mnt_path(&m, "keep%u", round), 256 << 10, round, 0644);
+		size += 8ull << 20;
+		truncate_to(&m, size);
+		pid_t pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			int null = open("/dev/null", O_WRONLY);
+			dup2(null, 1), dup2(null, 2);
+			execl(getenv("RESIZE_BIN"), "resize.ordfs", m.image, (char *)NULL);
+			_exit(127);
+		}
+		usleep(round * 3000u); /* 0 to 15 ms into the grow */
+		mnt_kill9(&m);
+		int status;
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		int st_y = fsck_run(&m, "-f -y");
+		ck_assert_msg(st_y == 0 || st_y == 1, "round %u: fsck.ordfs -f -y: status %d", round,
+			      st_y);
+		ck_assert_int_eq(fsck_run(&m, "-f -n"), 0);
+		mnt_start(&m, NULL);
+		uint64_t now = fs_bytes(&m);
+		ck_assert_msg(now == size || now == size - (8ull << 20),
+			      "round %u: %llu bytes", round, (unsigned long long)now);
+		if (now == size)
+			new_seen++;
+		else
+			old_seen++;
+		for (unsigned k = 0; k <= round; k++)
+			mnt_expect_pattern(mnt_path(&m, "keep%u", k), 256 << 10, k);
+		/* whatever the kill left, a grow now reaches the end */
+		struct mnt_run_result r;
+		resize_run(&m, m.image, NULL, &r);
+		ck_assert_msg(r.status == 0, "round %u: resize.ordfs: %.*s", round, (int)r.err_len,
+			      r.err);
+		ck_assert_uint_eq(fs_bytes(&m), size);
+		mnt_stop(&m);
+	}
+	fprintf(stderr, "kill -9 during online grow: %u at the old size, %u at the new\n",
+		old_seen, new_seen);
+	mnt_finish(&m);
+}
+END_TEST
+
 /* A refused run: exit 1, one line naming the reason, image unchanged. */
 static void expect_refused_in(struct mnt *m, const char *a1, const char *a2, const char *words,
 			      bool compare_bytes)
@@ -155,7 +285,9 @@ START_TEST(test_refusals_leave_the_image_unchanged)
 	mnt_start(&m, NULL);
 	struct statvfs before, after;
 	MNT_OK(statvfs(m.mountpoint, &before));
-	expect_refused_in(&m, m.image, "100M", "in use", false);
+	expect_refused_in(&m, m.image, "32M", "smaller than the filesystem", false);
+	expect_refused_in(&m, m.image, "1G", "larger than the device", false);
+	expect_refused_in(&m, m.mountpoint, "130M", "more block-bitmap blocks", false);
 	MNT_OK(statvfs(m.mountpoint, &after));
 	ck_assert_uint_eq(after.f_blocks, before.f_blocks);
 	mnt_kill9(&m);
@@ -177,6 +309,8 @@ static Suite *resize_suite(void)
 	TCase *tc = tcase_create("resize");
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_offline_grow_of_an_image_file);
+	tcase_add_test(tc, test_online_grow_of_an_image_file);
+	tcase_add_test(tc, test_kill9_during_online_grow);
 	tcase_add_test(tc, test_refusals_leave_the_image_unchanged);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,14 +1,19 @@
 /*
- * main.c - resize.ordfs: grow an unmounted ordfs image to the size of its
- * file, block device or NBD export, or to SIZE, as resize2fs does.
+ * main.c - resize.ordfs: grow an ordfs image to the size of its file,
+ * block device or NBD export, or to SIZE, as resize2fs does: offline when
+ * it is not mounted, online (through the daemon) when it is.
  *
- *   resize.ordfs IMAGE [SIZE]
+ *   resize.ordfs IMAGE|MOUNTPOINT [SIZE]
  *
  * Owns: the command line, the conditions under which an image may grow,
  * and the report.  The geometry and the ordered writes are
- * src/super/grow.c's.
+ * src/super/grow.c's (offline) and grow_online.c's (the daemon's, asked
+ * with ORDFS_IOC_GROW).
  *
  * Rules kept here:
+ *  - A mounted image (mountinfo names it as the source of a FUSE mount,
+ *    or IMAGE is the mount point) is grown by its daemon: the daemon asks
+ *    its device for the new size itself.
  *  - Every argument is checked before the image is opened, and the
  *    image's state and the new size before anything is written: a refused
  *    run leaves the image byte for byte unchanged.
@@ -29,11 +34,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fs.h"
 #include "blockdev/blockdev.h"
+#include "base/mountinfo.h"
 #include "cli.h"
+#include "ordfs_ioctl.h"
 #include "offline_image.h"
 #include "super/grow.h"
 #include "super/owner.h"
@@ -64,9 +75,10 @@ static const struct cli tool = {
 
 static void print_help(void)
 {
-	printf("Usage: " PROG " IMAGE [SIZE]\n"
-	       "Grow an unmounted ordfs filesystem to SIZE, or without SIZE to the size\n"
-	       "of its image file, block device or NBD export (nbd://...).\n"
+	printf("Usage: " PROG " IMAGE|MOUNTPOINT [SIZE]\n"
+	       "Grow an ordfs filesystem to SIZE, or without SIZE to the size of its image\n"
+	       "file, block device or NBD export (nbd://...).  A mounted filesystem is\n"
+	       "grown online by its daemon; an unmounted one here.\n"
 	       "\n"
 	       "SIZE is in bytes, or with a K, M, G or T suffix (powers of 1024); the\n"
 	       "filesystem takes the whole blocks that fit.\n"
@@ -75,8 +87,10 @@ static void print_help(void)
 	       "  -h, --help          this help\n"
 	       "  -V, --version       print the version\n"
 	       "\n"
-	       "The image must not be in use, its journal must be empty and it must have\n"
-	       "no error recorded (run fsck.ordfs first).  Shrinking is not supported.\n"
+	       "Offline, the image must not be in use, its journal must be empty and it\n"
+	       "must have no error recorded (run fsck.ordfs first).  Online, the mount\n"
+	       "must be read-write, and root or the mount's owner must ask.  Shrinking is\n"
+	       "not supported.\n"
 	       "The inode count stays as it is.  Exit status: 0, or 1 on any failure,\n"
 	       "with the image unchanged.\n");
 }
@@ -116,8 +130,8 @@ static int open_image(const struct resize_options *o, struct blockdev **bd)
 	}
 	if ((err = blockdev_host_lock(*bd, LOCK_EX)) != 0) {
 		if (err == -EWOULDBLOCK)
-			image_error(o->image, "image is in use (mounted by ordfs, or being "
-				    "checked); unmount it first (an online grow is not supported)");
+			image_error(o->image, "image is in use (being checked, or mounted where "
+				    "this mount namespace does not see it)");
 		else
 			image_error(o->image, "cannot lock the image: %s", strerror(-err));
 		blockdev_destroy(*bd);
@@ -151,8 +165,61 @@ static int new_block_count(const struct resize_options *o, struct blockdev *bd,
 	return 0;
 }
 
+/* The mount point of IMAGE if it is mounted (or IMAGE itself if it is a
+ * directory: a mount point named directly). */
+static bool mounted_at(const char *image, char *mnt, size_t size)
+{
+	struct stat st;
+	if (!blockdev_is_nbd_uri(image) && stat(image, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(mnt, size, "%s", image);
+		return true;
+	}
+	return mountinfo_image_mountpoint(image, mnt, size) == 0;
+}
+
+/* Online: the daemon of the mount at mnt grows it (ORDFS_IOC_GROW). */
+static int resize_online(const struct resize_options *o, const char *mnt)
+{
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		image_error(o->image, "cannot open the mount point %s: %s", mnt, strerror(errno));
+		return -1;
+	}
+	struct ordfs_grow g;
+	memset(&g, 0, sizeof(g));
+	g.size_bytes = o->size_arg ? o->size : 0;
+	int rc = ioctl(fd, ORDFS_IOC_GROW, &g);
+	int saved = errno;
+	close(fd);
+	g.reply[sizeof(g.reply) - 1] = '\0';
+	if (rc != 0) {
+		if (g.reply[0])
+			image_error(o->image, "%s", g.reply);
+		else if (saved == ENOTTY || saved == ENOSYS)
+			image_error(o->image, "%s is not a mounted ordfs that can grow online", mnt);
+		else if (saved == EPERM)
+			image_error(o->image, "growing a mounted filesystem takes root or the "
+				    "mount's owner");
+		else
+			image_error(o->image, "%s", strerror(saved));
+		return -1;
+	}
+	if (g.new_blocks == g.old_blocks)
+		printf("The filesystem on %s (mounted on %s) is already %" PRIu64 " blocks long; "
+		       "nothing to do.\n", o->image, mnt, g.new_blocks);
+	else
+		printf("The filesystem on %s is now %" PRIu64 " blocks of %" PRIu32 " bytes long "
+		       "(was %" PRIu64 "), online on %s.\n", o->image, g.new_blocks,
+		       g.block_size, g.old_blocks, mnt);
+	return 0;
+}
+
 static int resize(const struct resize_options *o)
 {
+	char mnt[4096];
+	if (mounted_at(o->image, mnt, sizeof(mnt)))
+		return resize_online(o, mnt);
+
 	struct blockdev *bd;
 	struct ordfs_super old, grown;
 	const char *why = "";

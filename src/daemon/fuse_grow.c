@@ -1,0 +1,73 @@
+/*
+ * fuse_grow.c - the daemon's side of an online grow (ORDFS_IOC_GROW, what
+ * resize.ordfs sends when the image is mounted): the device's new size,
+ * the block count asked for, then ordfs_grow_online (super/grow_online.c).
+ *
+ * Rules:
+ *  - The device is asked for its size first (main.c's device_grew: the
+ *    owner record moves to the new end with it), so `truncate -s +1G
+ *    image` or a bigger NBD export followed by resize.ordfs is all it
+ *    takes.
+ *  - Whole blocks: size_bytes / block size, or with 0 every whole block
+ *    of the device, less the room the owner record needs past the new
+ *    backup superblock where one is held (an NBD export: its last 512
+ *    bytes, as mkfs.ordfs and offline resize.ordfs leave them).
+ *  - A size the filesystem already has is success with nothing done; a
+ *    smaller one, or one past the device or the format, a one-line reason
+ *    and nothing changed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fuse_glue.h"
+#include "../fs.h"
+#include "../ordfs_ioctl.h"
+#include "../blockdev/blockdev.h"
+#include "../super/grow.h"
+#include "../super/owner.h"
+
+/* The largest block count the device holds with the owner record (if one
+ * is kept) past the backup superblock. */
+static uint64_t device_blocks(uint64_t dev_size, uint32_t bs, bool owner_record)
+{
+	uint64_t n = dev_size / bs;
+	while (owner_record && n > 0 && !owner_record_fits(dev_size, n, bs))
+		n--;
+	return n;
+}
+
+int daemon_grow(struct daemon_ctx *dc, struct ordfs_grow *g)
+{
+	struct ordfs *fs = dc->fs;
+	uint32_t bs = fs->block_size;
+	g->block_size = bs;
+	g->old_blocks = g->new_blocks = fs_block_count(fs);
+	struct device_room room = { .size = blockdev_size(fs->bd) };
+	int err = dc->device_grew ? dc->device_grew(dc, &room, g->reply, sizeof(g->reply)) : 0;
+	if (err)
+		return err;
+	uint64_t fits = device_blocks(room.size, bs, room.owner_record);
+	uint64_t want = g->size_bytes ? g->size_bytes / bs : fits;
+	if (want > fits) {
+		snprintf(g->reply, sizeof(g->reply),
+			 "the size is larger than the device (%" PRIu64 " blocks of %" PRIu32
+			 " bytes fit)", fits, bs);
+		return -EFBIG;
+	}
+	if (want == g->old_blocks) {
+		snprintf(g->reply, sizeof(g->reply), "the filesystem already has that size");
+		return 0;
+	}
+	const char *why = NULL;
+	uint64_t old;
+	err = ordfs_grow_online(fs, want, &old, &why);
+	g->old_blocks = old;
+	if (err) {
+		snprintf(g->reply, sizeof(g->reply), "%s", why ? why : strerror(-err));
+		return err;
+	}
+	g->new_blocks = fs_block_count(fs);
+	return 0;
+}
