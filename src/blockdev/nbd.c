@@ -15,11 +15,13 @@
  * each other.
  *
  * Rules:
- *  - Lock order: libnbd's handle lock, then dev->mu (the completion
- *    callback takes mu inside libnbd).  So no libnbd call is ever made
- *    with mu held.
+ *  - Lock order: refresh_mu, then libnbd's handle lock, then dev->mu (the
+ *    completion callback takes mu inside libnbd).  So no libnbd call is
+ *    ever made with mu held.
  *  - A connection is freed (nbd_close) only by the poller, once it is
- *    dead and no request holds a reference to it.
+ *    dead (or retired by a refresh) and no request holds a reference to
+ *    it; the poller drives at most two, the live one and a refresh's old
+ *    one.
  *  - A lost connection (EOF, reset, a timed-out request) is replaced: the
  *    poller reconnects with a growing pause, and requests wait for it up to
  *    the timeout, then fail with EIO.  A request that failed only because
@@ -41,6 +43,25 @@
  *    zeros (NBD_STATE_ZERO; "unallocated" alone says nothing of the
  *    bytes), so fsck does not read a big image's untouched inode table
  *    over the network.  Any failure answers "may hold data".
+ *  - The size: a server tells it at the handshake only, and checks every
+ *    request of a connection against what it told that one (so does
+ *    libnbd).  Every connection must have the export's size (export_size,
+ *    under mu): a reconnect that finds another is refused and tried again.
+ *    A refresh (one at a time: refresh_mu, taken before libnbd's handle
+ *    lock and mu) opens a new connection; if the export grew, that one
+ *    becomes the live connection and export_size the new size, under mu,
+ *    and only then does bd.size grow (blockdev_grow_size): a request
+ *    checked against the new size can only go to a connection that
+ *    serves it.  The replaced connection (old) takes no new request; the
+ *    poller drives it until its requests are answered, then the refresh
+ *    flushes it if it acknowledged writes since its last good flush (a
+ *    flush on another connection covers them only on a multi-conn
+ *    server), and hands it to the poller to close (retired).  No request
+ *    fails for the swap.  A flush waits until the old connection is done,
+ *    so it never claims durable a write the old one may still lose; a
+ *    failed flush there, or the old connection dying with such writes,
+ *    is the lost-writes rule's case.  While reconnecting, a refresh only
+ *    raises export_size: the poller's next connection must have it.
  */
 #include <errno.h>
 #include <poll.h>
@@ -66,6 +87,8 @@
 
 struct nbd_conn {
 	struct nbd_handle *h;
+	struct nbd_conn *next;  /* in dev->retired */
+	uint64_t serial;        /* which connection of the device it is */
 	unsigned refs;          /* requests using it (under dev->mu) */
 	bool dead;              /* no new request may use it */
 	uint64_t writes_acked;  /* writes completed on it since the last good flush began */
@@ -81,10 +104,16 @@ struct nbd_dev {
 	bool can_flush, can_fua, can_trim, can_zero;
 	bool can_block_status;  /* base:allocation was negotiated */
 
+	struct ordfs_mutex refresh_mu; /* LOCK_BLOCKDEV_REFRESH: one refresh at a time */
 	struct ordfs_mutex mu;  /* LOCK_BLOCKDEV_NBD */
-	pthread_cond_t cv;      /* a completion, a new connection, stop */
+	pthread_cond_t cv;      /* a completion, a new connection, an old one
+				   done, stop */
+	uint64_t export_size;   /* the size every connection must have */
+	uint64_t serials;       /* connections made so far */
 	struct nbd_conn *conn;  /* the live connection; NULL while reconnecting */
 	struct nbd_conn *dying; /* dead, waiting for its last reference */
+	struct nbd_conn *old;   /* replaced by a refresh, finishing its requests */
+	struct nbd_conn *retired; /* done with by a refresh: the poller closes them */
 	bool lost_writes;       /* the next flush fails (the lost-writes rule) */
 	bool stopping;
 	uint64_t reconnects;
@@ -197,9 +226,34 @@ static int conn_open(const char *uri, struct nbd_conn **out, char *why, size_t w
 	return 0;
 }
 
-/* Marks the live connection dead (under mu): no new request uses it, the
- * poller closes it once its requests are gone, and writes it may have
- * lost make the next flush fail. */
+/* Closes a connection nothing uses (no libnbd call waits on it: no
+ * NBD_CMD_DISC, whose nbd_shutdown could wait for a server that does not
+ * answer). */
+static void conn_close(struct nbd_conn *c)
+{
+	nbd_call_ok();
+	nbd_close(c->h);
+	free(c);
+}
+
+/* Does connection c serve what the device was opened with (a refresh's
+ * new connection)?  A server restarted with less would fail requests the
+ * device sends, not the refresh. */
+static bool conn_serves(const struct nbd_dev *d, struct nbd_conn *c)
+{
+	struct nbd_handle *h = c->h;
+	nbd_call_ok();
+	int64_t max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+	return ((d->flags & BLOCKDEV_READONLY) || nbd_is_read_only(h) != 1) &&
+	       (!d->can_flush || nbd_can_flush(h) == 1) && (!d->can_fua || nbd_can_fua(h) == 1) &&
+	       (!d->can_trim || nbd_can_trim(h) == 1) && (!d->can_zero || nbd_can_zero(h) == 1) &&
+	       (max <= 0 || (uint64_t)max >= d->max_request);
+}
+
+/* Marks a connection dead (under mu): no new request uses it, the poller
+ * closes it once its requests are gone (the live one; a refresh hands
+ * over its old one), and writes it may have lost make the next flush
+ * fail. */
 static void conn_kill_locked(struct nbd_dev *d, struct nbd_conn *c)
 {
 	if (c->dead)
@@ -240,7 +294,52 @@ static int on_complete(void *user_data, int *error)
 	return 1; /* retire the command */
 }
 
-/* The poller: drives the live connection, reconnects a dead one. */
+/* One wait on the wake-up eventfd and the sockets of conns[0..1] (either
+ * NULL), then libnbd is fed what each is ready for.  dead[i]: that
+ * connection is gone.  Without mu. */
+static void poll_conns(struct nbd_dev *d, struct nbd_conn *conns[2], bool dead[2])
+{
+	struct pollfd p[3] = { { .fd = d->wake_fd, .events = POLLIN } };
+	bool any = false;
+	for (int i = 0; i < 2; i++) {
+		p[i + 1].fd = -1; /* poll skips it */
+		dead[i] = false;
+		if (!conns[i])
+			continue;
+		struct nbd_handle *h = conns[i]->h;
+		nbd_call_ok();
+		int fd = nbd_aio_get_fd(h);
+		unsigned dir = fd >= 0 ? nbd_aio_get_direction(h) : 0;
+		dead[i] = fd < 0 || nbd_aio_is_dead(h) == 1 || nbd_aio_is_closed(h) == 1;
+		if (dead[i])
+			continue;
+		p[i + 1].fd = fd;
+		p[i + 1].events = (short)(((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+					  ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0));
+		any = true;
+	}
+	if (!any)
+		return;
+	int n = poll(p, 3, 1000);
+	if (n > 0 && (p[0].revents & POLLIN)) {
+		uint64_t v;
+		ssize_t r = read(d->wake_fd, &v, sizeof(v));
+		(void)r;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (p[i + 1].fd < 0)
+			continue;
+		struct nbd_handle *h = conns[i]->h;
+		if (n > 0 && (p[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+			nbd_aio_notify_read(h);
+		if (n > 0 && (p[i + 1].revents & POLLOUT))
+			nbd_aio_notify_write(h);
+		dead[i] = nbd_aio_is_dead(h) == 1 || nbd_aio_is_closed(h) == 1;
+	}
+}
+
+/* The poller: drives the live connection and a refresh's old one,
+ * reconnects a dead one, closes those nobody uses any more. */
 static void *poller_main(void *arg)
 {
 	struct nbd_dev *d = arg;
@@ -248,17 +347,26 @@ static void *poller_main(void *arg)
 
 	mu_lock(d);
 	while (!d->stopping) {
-		/* Close a dead connection once nobody uses it. */
-		if (d->dying && d->dying->refs == 0) {
-			struct nbd_conn *c = d->dying;
+		/* Close what a refresh retired, and a dead connection once
+		 * nobody uses it. */
+		struct nbd_conn *gone = NULL;
+		if (d->retired) {
+			gone = d->retired;
+			d->retired = gone->next;
+		} else if (d->dying && d->dying->refs == 0) {
+			gone = d->dying;
 			d->dying = NULL;
+		}
+		if (gone) {
+			ORDFS_ASSERT(gone->refs == 0);
 			mu_unlock(d);
-			nbd_close(c->h);
-			free(c);
+			conn_close(gone);
 			mu_lock(d);
 			continue;
 		}
-		if (!d->conn) {
+		/* Reconnect, unless a refresh's old connection still needs
+		 * driving (its requests then go to the next connection). */
+		if (!d->conn && !d->old) {
 			if (d->dying) {
 				/* Wait for its requests to see the death. */
 				wait_until(d, now_ms() + 10);
@@ -268,56 +376,56 @@ static void *poller_main(void *arg)
 			struct nbd_conn *c = NULL;
 			char why[256];
 			int err = conn_open(d->uri, &c, why, sizeof(why));
-			if (!err && nbd_get_size(c->h) != (int64_t)d->bd.size) {
-				nbd_close(c->h);
-				free(c);
+			int64_t size = err ? -1 : nbd_get_size(c->h);
+			mu_lock(d);
+			/* The size the export had at open, or what a refresh
+			 * found since (read under mu: it may have moved). */
+			if (!err && size != (int64_t)d->export_size) {
+				mu_unlock(d);
+				conn_close(c);
+				mu_lock(d);
 				err = -EIO;
 			}
-			mu_lock(d);
 			if (err) {
 				wait_until(d, now_ms() + pause_ms);
 				pause_ms = pause_ms * 2 > RECONNECT_PAUSE_MAX_MS ? RECONNECT_PAUSE_MAX_MS
 										  : pause_ms * 2;
 				continue;
 			}
+			ORDFS_ASSERT(!d->conn);
 			pause_ms = RECONNECT_PAUSE_MIN_MS;
+			c->serial = ++d->serials;
 			d->conn = c;
 			d->reconnects++;
 			pthread_cond_broadcast(&d->cv);
 			continue;
 		}
 
-		struct nbd_conn *c = d->conn;
-		c->refs++;
+		/* The old connection is polled without a reference: only this
+		 * thread closes connections, and its refresh waits for its
+		 * requests' references alone. */
+		struct nbd_conn *conns[2] = { d->conn, d->old && !d->old->dead ? d->old : NULL };
+		if (!conns[0] && !conns[1]) {
+			/* A dead old connection: its refresh is finishing. */
+			wait_until(d, now_ms() + 10);
+			continue;
+		}
+		if (conns[0])
+			conns[0]->refs++;
 		mu_unlock(d);
 
-		nbd_call_ok();
-		int fd = nbd_aio_get_fd(c->h);
-		unsigned dir = fd >= 0 ? nbd_aio_get_direction(c->h) : 0;
-		bool dead = fd < 0 || nbd_aio_is_dead(c->h) == 1 || nbd_aio_is_closed(c->h) == 1;
-		if (!dead) {
-			struct pollfd p[2] = {
-				{ .fd = d->wake_fd, .events = POLLIN },
-				{ .fd = fd, .events = (short)(((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
-							     ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0)) },
-			};
-			int n = poll(p, 2, 1000);
-			if (n > 0 && (p[0].revents & POLLIN)) {
-				uint64_t v;
-				ssize_t r = read(d->wake_fd, &v, sizeof(v));
-				(void)r;
-			}
-			if (n > 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
-				nbd_aio_notify_read(c->h);
-			if (n > 0 && (p[1].revents & POLLOUT))
-				nbd_aio_notify_write(c->h);
-			dead = nbd_aio_is_dead(c->h) == 1 || nbd_aio_is_closed(c->h) == 1;
-		}
+		bool dead[2];
+		poll_conns(d, conns, dead);
 
 		mu_lock(d);
-		c->refs--;
-		if (dead)
-			conn_kill_locked(d, c);
+		if (conns[0]) {
+			conns[0]->refs--;
+			if (conns[0]->refs == 0 && conns[0] == d->old)
+				pthread_cond_broadcast(&d->cv); /* replaced meanwhile */
+		}
+		for (int i = 0; i < 2; i++)
+			if (conns[i] && dead[i])
+				conn_kill_locked(d, conns[i]);
 	}
 	mu_unlock(d);
 	return NULL;
@@ -380,13 +488,65 @@ static int64_t submit(struct nbd_conn *c, enum nbd_op op, void *buf, size_t len,
 	return -1;
 }
 
+/* One try of a request on connection c, under mu (given back while it
+ * runs): holds a reference to c, submits, waits for the answer or, past
+ * deadline, drops the connection (*timed_out).  Returns 0 or the positive
+ * errno of the answer or of the submission. */
+static int send_on(struct nbd_dev *d, struct nbd_conn *c, enum nbd_op op, void *buf,
+		   size_t len, uint64_t off, uint32_t cmd_flags, uint64_t deadline,
+		   bool *timed_out)
+{
+	bool is_write = op == OP_WRITE || op == OP_ZERO || op == OP_TRIM;
+	struct nbd_wait w = { .dev = d, .conn = c, .is_write = is_write };
+	c->refs++;
+	if (w.is_write)
+		c->writes_active++;
+	mu_unlock(d);
+
+	int64_t cookie = submit(c, op, buf, len, off, cmd_flags, &w);
+	int submit_err = cookie == -1 ? (nbd_get_errno() ? nbd_get_errno() : EIO) : 0;
+	bool submit_dead = cookie == -1 &&
+			   (nbd_aio_is_dead(c->h) == 1 || nbd_aio_is_closed(c->h) == 1);
+	int fd = nbd_aio_get_fd(c->h); /* for a timeout, taken without mu */
+	wake_poller(d);
+
+	mu_lock(d);
+	if (cookie == -1) {
+		/* Not queued: the callback was not and will not be called. */
+		if (w.is_write)
+			c->writes_active--;
+		w.done = true;
+		w.err = submit_err;
+		if (submit_dead)
+			conn_kill_locked(d, c);
+	}
+	*timed_out = false;
+	while (!w.done) {
+		if (!*timed_out && !wait_until(d, deadline)) {
+			/* The server does not answer: drop the connection;
+			 * libnbd then fails every request on it.  (The
+			 * descriptor stays open until the poller closes the
+			 * handle, which waits for our reference.) */
+			*timed_out = true;
+			if (fd >= 0)
+				shutdown(fd, SHUT_RDWR);
+			wake_poller(d);
+		} else if (*timed_out) {
+			ordfs_cond_wait(&d->cv, &d->mu);
+		}
+	}
+	ORDFS_ASSERT(c->refs > 0);
+	if (--c->refs == 0 && c == d->old)
+		pthread_cond_broadcast(&d->cv); /* its refresh waits for this */
+	return w.err;
+}
+
 /* One request, sent again on a new connection if its connection dies,
  * until the device's timeout.  Returns 0 or a negative errno. */
 static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uint64_t off,
 		   uint32_t cmd_flags)
 {
 	uint64_t deadline = now_ms() + d->timeout_ms;
-	bool is_write = op == OP_WRITE || op == OP_ZERO || op == OP_TRIM;
 
 	mu_lock(d);
 	for (;;) {
@@ -397,52 +557,15 @@ static int request(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uin
 			break;
 
 		struct nbd_conn *c = d->conn;
-		struct nbd_wait w = { .dev = d, .conn = c, .is_write = is_write };
-		c->refs++;
-		if (w.is_write)
-			c->writes_active++;
-		mu_unlock(d);
-
-		int64_t cookie = submit(c, op, buf, len, off, cmd_flags, &w);
-		int submit_err = cookie == -1 ? (nbd_get_errno() ? nbd_get_errno() : EIO) : 0;
-		bool submit_dead = cookie == -1 &&
-				   (nbd_aio_is_dead(c->h) == 1 || nbd_aio_is_closed(c->h) == 1);
-		int fd = nbd_aio_get_fd(c->h); /* for a timeout, taken without mu */
-		wake_poller(d);
-
-		mu_lock(d);
-		if (cookie == -1) {
-			/* Not queued: the callback was not and will not be called. */
-			if (w.is_write)
-				c->writes_active--;
-			w.done = true;
-			w.err = submit_err;
-			if (submit_dead)
-				conn_kill_locked(d, c);
-		}
-		bool timed_out = false;
-		while (!w.done) {
-			if (!timed_out && !wait_until(d, deadline)) {
-				/* The server does not answer: drop the connection;
-				 * libnbd then fails every request on it.  (The
-				 * descriptor stays open until the poller closes the
-				 * handle, which waits for our reference.) */
-				timed_out = true;
-				if (fd >= 0)
-					shutdown(fd, SHUT_RDWR);
-				wake_poller(d);
-			} else if (timed_out) {
-				ordfs_cond_wait(&d->cv, &d->mu);
-			}
-		}
-		c->refs--;
-		if (w.err == 0) {
+		bool timed_out;
+		int err = send_on(d, c, op, buf, len, off, cmd_flags, deadline, &timed_out);
+		if (err == 0) {
 			mu_unlock(d);
 			return 0;
 		}
-		if (!is_connection_loss(w.err) && !c->dead) {
+		if (!is_connection_loss(err) && !c->dead) {
 			mu_unlock(d);
-			return -w.err;
+			return -err;
 		}
 		conn_kill_locked(d, c);
 		if (timed_out || now_ms() >= deadline)
@@ -459,7 +582,8 @@ timed_out:
 static int transfer(struct nbd_dev *d, enum nbd_op op, void *buf, size_t len, uint64_t off,
 		    uint32_t cmd_flags)
 {
-	if (off > d->bd.size || len > d->bd.size - off)
+	uint64_t size = blockdev_size(&d->bd);
+	if (off > size || len > size - off)
 		return -EIO;
 	uint8_t *p = buf;
 	while (len > 0) {
@@ -503,23 +627,30 @@ static int nbdev_flush(struct blockdev *bd)
 	if (!d->can_flush)
 		return 0; /* accepted at open: nobarrier */
 
-	/* Writes acknowledged from here on are not covered by this flush. */
+	/* Writes acknowledged from here on are not covered by this flush.
+	 * The connection is known by its serial number afterwards: c may be
+	 * closed meanwhile, and its memory become another connection's. */
 	mu_lock(d);
 	struct nbd_conn *c = d->conn;
+	uint64_t serial = c ? c->serial : 0;
 	uint64_t acked_before = c ? c->writes_acked : 0;
 	mu_unlock(d);
 
 	int err = request(d, OP_FLUSH, NULL, 0, 0, 0);
 
 	mu_lock(d);
+	/* A refresh's old connection may hold writes acknowledged before
+	 * this flush that it alone can make durable: wait until it has. */
+	while (d->old && !d->stopping)
+		ordfs_cond_wait(&d->cv, &d->mu);
 	if (d->lost_writes) {
 		/* The connection died since the last good flush with writes the
 		 * server may have lost: this flush cannot vouch for them. */
 		d->lost_writes = false;
 		if (!err)
 			err = -EIO;
-	} else if (!err && c && d->conn == c) {
-		c->writes_acked -= acked_before;
+	} else if (!err && c && d->conn && d->conn->serial == serial) {
+		d->conn->writes_acked -= acked_before;
 	}
 	mu_unlock(d);
 	return err;
@@ -529,7 +660,8 @@ static int nbdev_flush(struct blockdev *bd)
  * length. */
 static int no_data_range(struct nbd_dev *d, enum nbd_op op, uint64_t off, uint64_t len)
 {
-	if (off > d->bd.size || len > d->bd.size - off)
+	uint64_t size = blockdev_size(&d->bd);
+	if (off > size || len > size - off)
 		return -EIO;
 	while (len > 0) {
 		uint64_t n = len > (1ull << 30) ? (1ull << 30) : len;
@@ -561,18 +693,101 @@ static uint64_t nbdev_next_data(struct blockdev *bd, uint64_t off)
 	struct nbd_dev *d = to_nbd(bd);
 	if (!d->can_block_status)
 		return off;
-	uint64_t at = off;
-	while (at < bd->size) {
-		uint64_t len = bd->size - at < (1ull << 31) ? bd->size - at : (1ull << 31);
+	uint64_t at = off, size = blockdev_size(bd);
+	while (at < size) {
+		uint64_t len = size - at < (1ull << 31) ? size - at : (1ull << 31);
 		struct zero_run run = { 0 };
 		if (request(d, OP_BLOCK_STATUS, &run, (size_t)len, at, 0) != 0 || !run.answered ||
 		    run.zeros == 0)
 			return at;
-		at = run.zeros < bd->size - at ? at + run.zeros : bd->size;
+		at = run.zeros < size - at ? at + run.zeros : size;
 		if (run.data_follows)
 			break;
 	}
 	return at;
+}
+
+/* The connection a refresh replaced (d->old): waits until no request
+ * uses it (the poller drives it meanwhile), flushes it if it acknowledged
+ * writes since its last good flush, and hands it to the poller to close.
+ * A failed flush, or the connection dead with such writes
+ * (conn_kill_locked), makes the next flush fail: the lost-writes rule. */
+static void retire_old(struct nbd_dev *d, struct nbd_conn *c)
+{
+	mu_lock(d);
+	ORDFS_ASSERT(d->old == c && d->conn != c);
+	/* Each request ends by its deadline, when the poller drops its
+	 * connection. */
+	while (c->refs > 0)
+		ordfs_cond_wait(&d->cv, &d->mu);
+	if (!c->dead && d->can_flush && c->writes_acked > 0) {
+		bool timed_out;
+		int err = send_on(d, c, OP_FLUSH, NULL, 0, 0, 0, now_ms() + d->timeout_ms,
+				  &timed_out);
+		if (err)
+			d->lost_writes = true;
+		else
+			c->writes_acked = 0;
+	}
+	ORDFS_ASSERT(c->refs == 0);
+	c->dead = true;
+	d->old = NULL;
+	c->next = d->retired;
+	d->retired = c;
+	pthread_cond_broadcast(&d->cv);
+	mu_unlock(d);
+	wake_poller(d);
+}
+
+/* See "The size" at the top.  -EUCLEAN: the export is smaller than the
+ * device; -EIO: no connection, or one that would not serve the device's
+ * requests (conn_serves). */
+static int nbdev_refresh_size(struct blockdev *bd, uint64_t *size)
+{
+	struct nbd_dev *d = to_nbd(bd);
+	ordfs_mutex_lock(&d->refresh_mu);
+	struct nbd_conn *c = NULL;
+	char why[256];
+	int err = conn_open(d->uri, &c, why, sizeof(why));
+	int64_t found = err ? -1 : nbd_get_size(c->h);
+	uint64_t cur = blockdev_size(bd);
+	if (!err && found < 0)
+		err = -EIO;
+	else if (!err && (uint64_t)found < cur)
+		err = -EUCLEAN;
+	else if (!err && (uint64_t)found > cur && !conn_serves(d, c))
+		err = -EIO;
+	if (err || (uint64_t)found == cur) {
+		if (c)
+			conn_close(c);
+		if (!err)
+			*size = cur;
+		ordfs_mutex_unlock(&d->refresh_mu);
+		return err;
+	}
+
+	/* The new connection goes live before the size grows. */
+	mu_lock(d);
+	ORDFS_ASSERT(!d->old);
+	d->export_size = (uint64_t)found;
+	struct nbd_conn *old = d->conn;
+	if (old) {
+		c->serial = ++d->serials;
+		d->conn = c;
+		d->old = old;
+		c = NULL;
+		pthread_cond_broadcast(&d->cv);
+	}
+	mu_unlock(d);
+	/* Reconnecting: the poller's next connection has the new size. */
+	if (c)
+		conn_close(c);
+	wake_poller(d);
+	*size = blockdev_grow_size(bd, (uint64_t)found);
+	if (old)
+		retire_old(d, old);
+	ordfs_mutex_unlock(&d->refresh_mu);
+	return 0;
 }
 
 static void nbdev_destroy(struct blockdev *bd)
@@ -584,7 +799,14 @@ static void nbdev_destroy(struct blockdev *bd)
 	mu_unlock(d);
 	wake_poller(d);
 	pthread_join(d->poller, NULL);
-	/* Every request has returned: the caller destroys an idle device. */
+	/* Every request and refresh has returned: the caller destroys an
+	 * idle device. */
+	ORDFS_ASSERT(!d->old);
+	while (d->retired) {
+		struct nbd_conn *c = d->retired;
+		d->retired = c->next;
+		conn_close(c);
+	}
 	struct nbd_conn *conns[2] = { d->conn, d->dying };
 	for (int i = 0; i < 2; i++) {
 		if (!conns[i])
@@ -598,6 +820,7 @@ static void nbdev_destroy(struct blockdev *bd)
 	close(d->wake_fd);
 	pthread_cond_destroy(&d->cv);
 	ordfs_mutex_destroy(&d->mu);
+	ordfs_mutex_destroy(&d->refresh_mu);
 	free(d->uri);
 	free(d);
 }
@@ -611,6 +834,7 @@ static const struct blockdev_ops nbd_ops = {
 	.write_fua = nbdev_write_fua,
 	.write_zeroes = nbdev_write_zeroes,
 	.next_data = nbdev_next_data,
+	.refresh_size = nbdev_refresh_size,
 };
 
 /* ---- opening ------------------------------------------------------------ */
@@ -657,6 +881,7 @@ int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 
 	d->bd.ops = &nbd_ops;
 	d->bd.size = (uint64_t)size;
+	d->export_size = (uint64_t)size;
 	d->flags = flags;
 	d->timeout_ms = timeout_ms ? timeout_ms : BLOCKDEV_NBD_DEFAULT_TIMEOUT_MS;
 	d->can_flush = nbd_can_flush(h) == 1;
@@ -667,10 +892,12 @@ int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 	d->bd.fua = d->can_fua;
 	int64_t max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
 	d->max_request = max > 0 && max < NBD_MAX_REQUEST ? (uint64_t)max : NBD_MAX_REQUEST;
+	c->serial = ++d->serials;
 	d->conn = c;
 	d->uri = strdup(uri);
 	d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ordfs_mutex_init(&d->mu, LOCK_BLOCKDEV_NBD, "NBD device mutex");
+	ordfs_mutex_init(&d->refresh_mu, LOCK_BLOCKDEV_REFRESH, "NBD size refresh mutex");
 	pthread_cond_init(&d->cv, NULL);
 	if (!d->uri || d->wake_fd < 0 || pthread_create(&d->poller, NULL, poller_main, d) != 0) {
 		snprintf(why, why_len, "cannot start the NBD connection's thread");
@@ -678,6 +905,7 @@ int blockdev_nbd_open(const char *uri, unsigned flags, unsigned timeout_ms,
 			close(d->wake_fd);
 		pthread_cond_destroy(&d->cv);
 		ordfs_mutex_destroy(&d->mu);
+		ordfs_mutex_destroy(&d->refresh_mu);
 		free(d->uri);
 		free(d);
 		nbd_close(h);
