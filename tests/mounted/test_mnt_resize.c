@@ -123,6 +123,16 @@ START_TEST(test_offline_grow_of_an_image_file)
 }
 END_TEST
 
+/* mnt_write_pattern, then fsync: what the kill -9 cases must find. */
+static void write_durable(const char *path, size_t len, uint64_t seed)
+{
+	mnt_write_pattern(path, len, seed, 0644);
+	int fd = open(path, O_RDONLY);
+	MNT_OK(fd);
+	MNT_OK(fsync(fd));
+	MNT_OK(close(fd));
+}
+
 static uint64_t fs_bytes(struct mnt *m)
 {
 	struct statvfs sv;
@@ -135,7 +145,7 @@ START_TEST(test_online_grow_of_an_image_file)
 	struct mnt m;
 	mnt_setup(&m, "64M");
 	mnt_start(&m, NULL);
-	mnt_write_pattern(mnt_path(&m, "keep"), 3 << 20, 7, 0644);
+	write_durable(mnt_path(&m, "keep"), 3 << 20, 7);
 	/* open across the grow, with data the daemon has not written back */
 	int open_fd = open(mnt_path(&m, "open"), O_CREAT | O_RDWR, 0644);
 	MNT_OK(open_fd);
@@ -163,6 +173,7 @@ START_TEST(test_online_grow_of_an_image_file)
 			  56ull << 20);
 
 	/* the open file goes on, and the new space fills */
+	mnt_pattern_fill(buf, 1 << 20, 9, 1 << 20);
 	mnt_pwrite_all(open_fd, buf, 1 << 20, 1 << 20);
 	MNT_OK(fsync(open_fd));
 	uint64_t len = ((uint64_t)after.f_bavail - 64 - 256) * after.f_frsize;
@@ -188,37 +199,59 @@ START_TEST(test_online_grow_of_an_image_file)
 	MNT_OK(stat(mnt_path(&m, "fill"), &st));
 	ck_assert_uint_eq((uint64_t)st.st_size, len);
 	mnt_expect_pattern(mnt_path(&m, "keep"), 3 << 20, 7);
-	mnt_expect_pattern(mnt_path(&m, "open"), 1 << 20, 9);
+	mnt_expect_pattern(mnt_path(&m, "open"), 2 << 20, 9);
 	ck_assert_uint_eq(fs_bytes(&m), 120ull << 20);
 	mnt_finish(&m);
 }
 END_TEST
 
-/* kill -9 of the daemon while resize.ordfs asks it to grow, at several
- * moments: fsck.ordfs -f clean at the old or the new size, the fsync'd
- * file intact, and the next mount can grow to the end. */
+/* resize.ordfs IMAGE in the background (stdout and stderr to /dev/null). */
+static pid_t resize_spawn(struct mnt *m)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1), dup2(null, 2);
+		execl(getenv("RESIZE_BIN"), "resize.ordfs", m->image, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* kill -9 of the daemon while resize.ordfs asks it to grow, at moments
+ * spread over how long a grow takes here (measured first): fsck.ordfs -f
+ * clean at the old or the new size, every fsync'd file intact, and the
+ * next mount grows to the end. */
 START_TEST(test_kill9_during_online_grow)
 {
 	struct mnt m;
 	mnt_setup(&m, "32M");
-	unsigned old_seen = 0, new_seen = 0;
 	uint64_t size = 32ull << 20;
-	for (unsigned round = 0; round < 6; round++) {
+	/* how long an online grow takes, start to exit */
+	mnt_start(&m, NULL);
+	size += 8ull << 20;
+	truncate_to(&m, size);
+	uint64_t t0 = mnt_now_ms();
+	int status;
+	pid_t pid = resize_spawn(&m);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(status, 0);
+	uint64_t took_ms = mnt_now_ms() - t0 + 1;
+	ck_assert_uint_eq(fs_bytes(&m), size);
+	mnt_stop(&m);
+
+	enum { ROUNDS = 7 };
+	unsigned old_seen = 0, new_seen = 0;
+	for (unsigned round = 0; round < ROUNDS; round++) {
 		mnt_start(&m, NULL);
-		mnt_write_pattern(mnt_path(&m, "keep%u", round), 256 << 10, round, 0644);
+		write_durable(mnt_path(&m, "keep%u", round), 256 << 10, round);
 		size += 8ull << 20;
 		truncate_to(&m, size);
-		pid_t pid = fork();
-		ck_assert_int_ge(pid, 0);
-		if (pid == 0) {
-			int null = open("/dev/null", O_WRONLY);
-			dup2(null, 1), dup2(null, 2);
-			execl(getenv("RESIZE_BIN"), "resize.ordfs", m.image, (char *)NULL);
-			_exit(127);
-		}
-		usleep(round * 3000u); /* 0 to 15 ms into the grow */
+		pid = resize_spawn(&m);
+		/* 0 to 1.5 times the measured time into the grow */
+		usleep((useconds_t)(took_ms * 1000 * round / (ROUNDS - 1) * 3 / 2));
 		mnt_kill9(&m);
-		int status;
 		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 		int st_y = fsck_run(&m, "-f -y");
 		ck_assert_msg(st_y == 0 || st_y == 1, "round %u: fsck.ordfs -f -y: status %d", round,
@@ -226,8 +259,11 @@ START_TEST(test_kill9_during_online_grow)
 		ck_assert_int_eq(fsck_run(&m, "-f -n"), 0);
 		mnt_start(&m, NULL);
 		uint64_t now = fs_bytes(&m);
-		ck_assert_msg(now == size || now == size - (8ull << 20),
-			      "round %u: %llu bytes", round, (unsigned long long)now);
+		ck_assert_msg(now == size || now == size - (8ull << 20), "round %u: %llu bytes",
+			      round, (unsigned long long)now);
+		/* a grow that returned success is there */
+		ck_assert_msg(!(WIFEXITED(status) && WEXITSTATUS(status) == 0) || now == size,
+			      "round %u: resize.ordfs succeeded but the old size came back", round);
 		if (now == size)
 			new_seen++;
 		else
@@ -242,8 +278,8 @@ START_TEST(test_kill9_during_online_grow)
 		ck_assert_uint_eq(fs_bytes(&m), size);
 		mnt_stop(&m);
 	}
-	fprintf(stderr, "kill -9 during online grow: %u at the old size, %u at the new\n",
-		old_seen, new_seen);
+	fprintf(stderr, "kill -9 during online grows of %llu ms: %u at the old size, %u at the "
+		"new\n", (unsigned long long)took_ms, old_seen, new_seen);
 	mnt_finish(&m);
 }
 END_TEST
