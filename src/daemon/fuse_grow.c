@@ -28,10 +28,14 @@
 #include "../super/grow.h"
 #include "../super/owner.h"
 
-/* The largest block count the device holds with the owner record (if one
- * is kept) past the backup superblock. */
-static uint64_t device_blocks(uint64_t dev_size, uint32_t bs, bool owner_record)
+/* The largest block count the device holds: on NBD its last 512 bytes
+ * stay outside the filesystem for the owner record (as mkfs.ordfs and an
+ * offline resize.ordfs leave them); elsewhere a held record must still fit
+ * past the backup superblock (1 KiB blocks: not in the last block). */
+static uint64_t device_blocks(uint64_t dev_size, uint32_t bs, bool nbd, bool owner_record)
 {
+	if (nbd)
+		return dev_size > ORDFS_OWNER_SIZE ? (dev_size - ORDFS_OWNER_SIZE) / bs : 0;
 	uint64_t n = dev_size / bs;
 	while (owner_record && n > 0 && !owner_record_fits(dev_size, n, bs))
 		n--;
@@ -48,7 +52,8 @@ int daemon_grow(struct daemon_ctx *dc, struct ordfs_grow *g)
 	int err = dc->device_grew ? dc->device_grew(dc, &room, g->reply, sizeof(g->reply)) : 0;
 	if (err)
 		return err;
-	uint64_t fits = device_blocks(room.size, bs, room.owner_record);
+	uint64_t fits = device_blocks(room.size, bs, blockdev_is_nbd(fs->raw_bd),
+				      room.owner_record);
 	uint64_t want = g->size_bytes ? g->size_bytes / bs : fits;
 	if (want > fits) {
 		snprintf(g->reply, sizeof(g->reply),
