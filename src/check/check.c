@@ -32,13 +32,16 @@ bool bitmap_cursor_bit(struct checker *c, struct bitmap_cursor *bc, uint64_t i)
 		bitmap_cursor_done(c, bc);
 		bc->index = index;
 		if (index >= bc->ahead_to && index < bc->blocks) {
-			/* the walk goes in order: a request per 256 blocks */
+			/* the walk goes in order: a request per 256 blocks of
+			 * the area (a group bitmap block past it is read alone) */
 			uint64_t n = bc->blocks - index;
 			n = n < BCACHE_READAHEAD_MAX ? n : BCACHE_READAHEAD_MAX;
 			bcache_readahead(c->fs->cache, bc->start + index, (uint32_t)n);
 			bc->ahead_to = index + n;
 		}
-		if (bcache_read(c->fs->cache, bc->start + index, &bc->held) != 0)
+		uint64_t blockno = bc->block_bitmap ? ordfs_block_bitmap_block(&c->fs->sb, index)
+						    : bc->start + index;
+		if (bcache_read(c->fs->cache, blockno, &bc->held) != 0)
 			bc->held = NULL;
 	}
 	return !bc->held || ordfs_bitmap_bit(bc->held->data, (uint32_t)(i % per));

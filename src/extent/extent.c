@@ -83,8 +83,9 @@ uint32_t extent_credits(struct ordfs *fs, struct inode *inode, uint32_t max_reco
 	uint64_t bitmaps = records * alloc_credits(fs->alloc,
 						   ordfs_bits_per_bitmap_block(fs->block_size)) +
 			   nodes;
-	if (bitmaps > fs->sb.block_bitmap_blocks)
-		bitmaps = fs->sb.block_bitmap_blocks;
+	uint64_t groups = ordfs_block_groups(&fs->sb); /* bitmap blocks, area and past it */
+	if (bitmaps > groups)
+		bitmaps = groups;
 	uint64_t total = nodes + bitmaps + INODE_WRITE_CREDITS;
 	return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 }
