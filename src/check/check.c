@@ -138,6 +138,10 @@ int ordfs_check(struct blockdev *bd, struct check_result *res)
 
 	res->problems = 0;
 	res->inodes_used = res->dirs = res->files = res->blocks_used = 0;
+	/* Empty before anything can fail: a repair reads them whatever
+	 * happens (a mount refused left them uninitialized). */
+	if (res->findings)
+		memset(res->findings, 0, sizeof(*res->findings));
 	ordfs_options_default(&opts);
 	opts.readonly = true;
 	opts.check_mode = true;
@@ -151,7 +155,6 @@ int ordfs_check(struct blockdev *bd, struct check_result *res)
 
 	struct checker c = { .fs = fs, .res = res, .fx = res->findings };
 	if (c.fx) {
-		memset(c.fx, 0, sizeof(*c.fx));
 		c.fx->blocks_found = calloc((fs->sb.block_count + 7) / 8, 1);
 		c.fx->inodes_found = calloc(((size_t)fs->sb.inode_count + 7) / 8, 1);
 		if (!c.fx->blocks_found || !c.fx->inodes_found) {

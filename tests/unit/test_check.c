@@ -201,6 +201,34 @@ START_TEST(test_finds_dirty_journal)
 }
 END_TEST
 
+/* A repair whose check cannot mount the image (here: the journal needs
+ * replay, which fsck.ordfs does first) finds nothing it can fix, and
+ * changes nothing: its findings were left uninitialized once, and the
+ * repair read them. */
+START_TEST(test_repair_of_unmountable_image_does_nothing)
+{
+	struct test_fs t;
+	tfs_setup(&t, 16 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t), *f;
+	ck_assert_int_eq(ordfs_create(t.fs, root, "x", 0644, &cred, &f), 0);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_crash(&t);
+	uint64_t size = t.mem->size;
+	uint8_t *before = malloc(size);
+	memcpy(before, blockdev_mem_bytes(t.mem), size);
+	struct repair_result rep;
+	ck_assert_int_eq(ordfs_repair(t.mem, 0, NULL, NULL, &rep), 0);
+	ck_assert_uint_eq(rep.fixes, 0);
+	ck_assert_uint_eq(rep.problems, 1);
+	ck_assert(memcmp(before, blockdev_mem_bytes(t.mem), size) == 0);
+	free(before);
+	tfs_mount(&t);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 /* ---- block-bitmap groups past the area (INCOMPAT_GROUP_BITMAPS) ------------ */
 
 /* 1 KiB blocks, 8000 a group: a 4 MiB filesystem grown by hand
@@ -382,6 +410,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_finds_inode_bitmap_mismatch);
 	tcase_add_test(tc, test_finds_corrupt_inode_and_summary);
 	tcase_add_test(tc, test_finds_dirty_journal);
+	tcase_add_test(tc, test_repair_of_unmountable_image_does_nothing);
 	tcase_add_test(tc, test_group_bitmap_block_damage_found_and_repaired);
 	tcase_add_test(tc, test_extent_on_group_bitmap_block_found_and_repaired);
 	tcase_add_test(tc, test_grouped_geometry_refused);
