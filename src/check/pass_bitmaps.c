@@ -83,8 +83,8 @@ void pass_bitmap(struct checker *c)
 		    bitmap_block_agrees(c, &bitmap, first, per / 8, &used))
 			continue;
 		for (uint64_t b = first; b < end; b++) {
-			bool meta = b < sb->data_start || b == sb->block_count - 1 ||
-				    ordfs_is_group_bitmap_block(sb, b);
+			/* (group bitmap blocks: marked found by pass_blocks) */
+			bool meta = b < sb->data_start || b == sb->block_count - 1;
 			bool found = meta || (c->blocks[b / 8] >> (b % 8)) & 1;
 			/* (a damaged bitmap block also fails its checksum below) */
 			bool marked = bitmap_cursor_bit(c, &bitmap, b);

@@ -46,14 +46,6 @@ static void claim_blocks(struct checker *c, uint64_t start, uint64_t len, bool d
 		fx_empty_inode(c, c->cur_ino);
 		return;
 	}
-	if (ordfs_range_has_group_bitmap(sb, start, len)) {
-		/* (the extent code refuses such a record before it gets here:
-		 * the tree is reported unreadable, with the same repair) */
-		problem(c, CHK_BLOCK_RANGE, "inode %u: blocks %llu+%llu hold a group bitmap block",
-			c->cur_ino, (unsigned long long)start, (unsigned long long)len);
-		fx_empty_inode(c, c->cur_ino);
-		return;
-	}
 	for (uint64_t b = start; b < start + len; b++) {
 		if (test_and_set_block(c, b)) {
 			problem(c, CHK_BLOCK_DUP, "inode %u: block %llu is claimed twice",
@@ -174,7 +166,9 @@ void pass_blocks(struct checker *c)
 {
 	/* The group bitmap blocks (format.h) are metadata in use that no
 	 * inode owns: found before any inode is walked (pass 5 then compares
-	 * their groups a word at a time, as any other). */
+	 * their groups a word at a time, as any other).  An extent or tree
+	 * block on one never gets here: the extent code refuses it (the tree
+	 * is unreadable); an xattr block on one is out of range. */
 	const struct ordfs_super *sb = &c->fs->sb;
 	uint32_t per = ordfs_bits_per_bitmap_block(ordfs_block_size(sb));
 	for (uint64_t g = sb->block_bitmap_blocks; g < ordfs_block_groups(sb); g++) {

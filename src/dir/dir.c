@@ -115,7 +115,7 @@ int dctx_map(struct dctx *dc, uint64_t lblk, uint64_t *pblk)
 		}
 	}
 	uint64_t p = e->physical + (lblk - e->logical);
-	if (p < sb->data_start || p >= sb->block_count - 1 || ordfs_is_group_bitmap_block(sb, p))
+	if (p < sb->data_start || p >= sb->block_count - 1)
 		return -EUCLEAN;
 	*pblk = p;
 	return 0;

@@ -259,8 +259,7 @@ static const char *xblock_problem(const struct ordfs *fs, const struct inode *in
 
 static bool in_data_area(const struct ordfs *fs, uint64_t blockno)
 {
-	return blockno >= fs->sb.data_start && blockno < fs->sb.block_count - 1 &&
-	       !ordfs_is_group_bitmap_block(&fs->sb, blockno);
+	return blockno >= fs->sb.data_start && blockno < fs->sb.block_count - 1;
 }
 
 /* Reads and verifies the inode's block (if any).  inode->lock held.

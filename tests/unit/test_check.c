@@ -237,8 +237,8 @@ END_TEST
 #define GROUPS_COUNT (3u * GROUPS_PER + 500u)
 #define GROUP_BITMAP (2u * GROUPS_PER) /* group 2's bitmap block */
 
-/* The grouped image, unmounted, with /a (20 blocks of data); a's inode
- * number.  The checker finds nothing. */
+/* The grouped image, unmounted, with /a (20 blocks of data, an xattr);
+ * a's inode number.  The checker finds nothing. */
 static uint32_t make_grouped_image(struct test_fs *t)
 {
 	tfs_setup_groups(t, 4u << 20, 1024, GROUPS_COUNT);
@@ -247,6 +247,7 @@ static uint32_t make_grouped_image(struct test_fs *t)
 	uint8_t buf[20 * 1024];
 	memset(buf, 'x', sizeof(buf));
 	ck_assert_int_eq(ordfs_write(t->fs, a, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	ck_assert_int_eq(ordfs_setxattr(t->fs, a, "user.note", "v", 1, 0), 0);
 	uint32_t ino = a->ino;
 	inode_put(t->fs, a);
 	inode_put(t->fs, root);
@@ -372,6 +373,35 @@ START_TEST(test_extent_on_group_bitmap_block_found_and_repaired)
 }
 END_TEST
 
+static void xattr_onto_group_bitmap(struct ordfs_inode *d)
+{
+	d->xattr_block = GROUP_BITMAP;
+}
+
+/* An xattr block on a group bitmap block is outside the data area, as
+ * one on the area's would be (not a block claimed twice: no inode claimed
+ * it); repair drops the attributes and keeps the file and the bitmap. */
+START_TEST(test_xattr_on_group_bitmap_block_out_of_range)
+{
+	struct test_fs t;
+	uint32_t a = make_grouped_image(&t);
+	struct ordfs_super sb;
+	read_sb(&t, &sb);
+	edit_inode(&t, a, xattr_onto_group_bitmap);
+	struct seen s = run_check(&t);
+	ck_assert_uint_eq(s.count[CHK_BLOCK_RANGE], 1);
+	ck_assert_uint_eq(s.count[CHK_BLOCK_DUP], 0);
+	repair_clean(&t);
+	ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 2, block_ptr(&t, &sb, GROUP_BITMAP)), 0);
+	tfs_mount(&t);
+	struct inode *f = tfs_open_file(&t, "a");
+	ck_assert_uint_eq(f->d.xattr_block, 0);
+	ck_assert_uint_eq(f->d.size, 20 * 1024);
+	inode_put(t.fs, f);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 /* The geometry of a grouped image, as the mount and the checker see it:
  * without the flag its one bitmap block is too few; a backup superblock
  * on a group bitmap block is refused. */
@@ -413,6 +443,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_repair_of_unmountable_image_does_nothing);
 	tcase_add_test(tc, test_group_bitmap_block_damage_found_and_repaired);
 	tcase_add_test(tc, test_extent_on_group_bitmap_block_found_and_repaired);
+	tcase_add_test(tc, test_xattr_on_group_bitmap_block_out_of_range);
 	tcase_add_test(tc, test_grouped_geometry_refused);
 	suite_add_tcase(s, tc);
 	return s;
