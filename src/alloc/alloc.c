@@ -10,6 +10,9 @@
  * On a sparse image (backing.h) claims prefer blocks the host backs, and
  * nothing is handed out before the host gave it its space: the allocate
  * is made without a->lock, the blocks claimed in memory meanwhile.
+ * Bitmap block i of the block bitmap is group i's, found through
+ * ordfs_block_bitmap_block (format.h: in the area, or a group bitmap block
+ * past it); a group bitmap block is never a data block (in_data_area).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,8 +35,11 @@ struct alloc {
 	uint32_t csum_seed;
 	uint32_t bits_per_block;
 	uint64_t block_count;
-	uint64_t data_start, data_end; /* allocatable: [data_start, data_end) */
-	uint64_t block_bitmap_start;
+	uint64_t data_start, data_end; /* allocatable: [data_start, data_end),
+					  less the group bitmap blocks */
+	struct ordfs_super sb;      /* the geometry: where each group's bitmap
+				       block is (the block map's chunks point
+				       at it) */
 	uint64_t inode_bitmap_start;
 	uint64_t inode_table_start;
 	uint32_t inode_count;
@@ -71,11 +77,21 @@ static int read_bitmap_block(struct alloc *a, uint64_t blockno, enum ordfs_block
 	return 0;
 }
 
-/* Sets or clears bits [first, first + n) of the bitmap starting at
- * bitmap_start, under h.  expect_on: the value every bit must have now;
- * a mismatch is -EUCLEAN with nothing changed.  a->lock held. */
-static int update_disk_bits(struct alloc *a, struct handle *h, uint64_t bitmap_start,
-			    enum ordfs_block_type type, uint64_t first, uint64_t n, bool on)
+/* Block number of bitmap block `index` of the block bitmap (group
+ * `index`, wherever format.h puts it) or of the inode bitmap. */
+static uint64_t bitmap_block_of(const struct alloc *a, enum ordfs_block_type type,
+				uint64_t index)
+{
+	if (type == ORDFS_BT_BLOCK_BITMAP)
+		return ordfs_block_bitmap_block(&a->sb, index);
+	return a->inode_bitmap_start + index;
+}
+
+/* Sets or clears bits [first, first + n) of the bitmap of the given type,
+ * under h.  expect_on: the value every bit must have now; a mismatch is
+ * -EUCLEAN with nothing changed.  a->lock held. */
+static int update_disk_bits(struct alloc *a, struct handle *h, enum ordfs_block_type type,
+			    uint64_t first, uint64_t n, bool on)
 {
 	/* Check everything first so a mismatch changes nothing. */
 	for (uint64_t pass = 0; pass < 2; pass++) {
@@ -87,7 +103,7 @@ static int update_disk_bits(struct alloc *a, struct handle *h, uint64_t bitmap_s
 			if (span > first + n - i)
 				span = first + n - i;
 			struct buf *b;
-			int err = read_bitmap_block(a, bitmap_start + blk_idx, type, &b);
+			int err = read_bitmap_block(a, bitmap_block_of(a, type, blk_idx), type, &b);
 			if (err)
 				return err;
 			if (pass == 0) {
@@ -126,17 +142,20 @@ static uint64_t meta_reserve_for(uint64_t data_blocks, uint32_t block_size)
 
 /* ---- load ------------------------------------------------------------- */
 
-static int load_map(struct alloc *a, uint64_t start, enum ordfs_block_type type, uint64_t nbits,
+static int load_map(struct alloc *a, enum ordfs_block_type type, uint64_t nbits,
 		    uint64_t count_from, uint64_t count_to, struct chunks **out, uint64_t *free,
 		    uint64_t *bad_block)
 {
+	bool blocks = type == ORDFS_BT_BLOCK_BITMAP;
 	struct chunks_config cfg = {
-		.cache = a->cache, .bitmap_start = start, .type = type,
+		.cache = a->cache, .type = type,
+		.bitmap_start = blocks ? a->sb.block_bitmap_start : a->inode_bitmap_start,
+		.sb = blocks ? &a->sb : NULL, /* groups: where their blocks are */
 		.block_size = a->block_size, .csum_seed = a->csum_seed, .nbits = nbits,
 		.count_from = count_from, .count_to = count_to, .tolerant = a->tolerant,
 	};
 	/* The block map of a sparse image knows its holes (backing.h). */
-	if (type == ORDFS_BT_BLOCK_BITMAP && backing_on(&a->backing)) {
+	if (blocks && backing_on(&a->backing)) {
 		cfg.hint_load = backing_load_holes;
 		cfg.hint_ctx = &a->backing;
 	}
@@ -157,7 +176,7 @@ int alloc_load(struct bcache *cache, const struct ordfs_super *sb, unsigned flag
 	a->block_count = sb->block_count;
 	a->data_start = sb->data_start;
 	a->data_end = sb->block_count - 1; /* last block: backup superblock */
-	a->block_bitmap_start = sb->block_bitmap_start;
+	a->sb = *sb;
 	a->inode_bitmap_start = sb->inode_bitmap_start;
 	a->inode_table_start = sb->inode_table_start;
 	a->inode_count = sb->inode_count;
@@ -172,11 +191,11 @@ int alloc_load(struct bcache *cache, const struct ordfs_super *sb, unsigned flag
 	/* Each bitmap is read once to count it; its bits are loaded a bitmap
 	 * block at a time as allocation needs them (bitmap_chunks.h). */
 	uint64_t free_inodes = 0;
-	int err = load_map(a, sb->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, a->block_count,
-			   a->data_start, a->data_end, &a->map, &a->map_free, bad_block);
+	int err = load_map(a, ORDFS_BT_BLOCK_BITMAP, a->block_count, a->data_start, a->data_end,
+			   &a->map, &a->map_free, bad_block);
 	if (!err)
-		err = load_map(a, sb->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, a->inode_count, 0,
-			       a->inode_count, &a->imap, &free_inodes, bad_block);
+		err = load_map(a, ORDFS_BT_INODE_BITMAP, a->inode_count, 0, a->inode_count,
+			       &a->imap, &free_inodes, bad_block);
 	if (err) {
 		alloc_destroy(a);
 		return err;
@@ -340,12 +359,16 @@ void alloc_claim_free_run(struct alloc *a, uint64_t from, uint32_t max, uint64_t
 	*len = n;
 }
 
-/* Called without a->lock: data_end only grows (alloc_grow stores it
- * atomically under the lock). */
+/* A group bitmap block is metadata, never a data block: a range holding
+ * one is outside the data area, as an area bitmap block is.  Called
+ * without a->lock: data_end only grows (alloc_grow stores it atomically
+ * under the lock), and where groups start depends only on fields a grow
+ * never changes. */
 static bool in_data_area(const struct alloc *a, uint64_t start, uint64_t len)
 {
 	uint64_t end = __atomic_load_n(&a->data_end, __ATOMIC_ACQUIRE);
-	return len > 0 && start >= a->data_start && start < end && len <= end - start;
+	return len > 0 && start >= a->data_start && start < end && len <= end - start &&
+	       !ordfs_range_has_group_start(&a->sb, start, len);
 }
 
 void alloc_unclaim_blocks(struct alloc *a, uint64_t start, uint32_t len, unsigned flags)
@@ -365,8 +388,7 @@ int alloc_mark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_
 	if (!in_data_area(a, start, len))
 		return -EINVAL;
 	ordfs_mutex_lock(&a->lock);
-	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
-				   len, true);
+	int err = update_disk_bits(a, h, ORDFS_BT_BLOCK_BITMAP, start, len, true);
 	ordfs_mutex_unlock(&a->lock);
 	return err;
 }
@@ -376,8 +398,7 @@ int alloc_unmark_blocks(struct alloc *a, struct handle *h, uint64_t start, uint3
 	if (!in_data_area(a, start, len))
 		return -EINVAL;
 	ordfs_mutex_lock(&a->lock);
-	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
-				   len, false);
+	int err = update_disk_bits(a, h, ORDFS_BT_BLOCK_BITMAP, start, len, false);
 	ordfs_mutex_unlock(&a->lock);
 	return err;
 }
@@ -404,8 +425,7 @@ int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_
 	 * its chunks are loaded before the disk's bits change. */
 	int err = chunks_hold(a->map, start, len);
 	if (!err) {
-		err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, start,
-				       len, false);
+		err = update_disk_bits(a, h, ORDFS_BT_BLOCK_BITMAP, start, len, false);
 		chunks_unhold(a->map);
 	}
 	if (!err)
@@ -564,8 +584,7 @@ int alloc_inode(struct alloc *a, struct handle *h, uint32_t goal, uint32_t *ino)
 	int err = give_itable_space(a, i);
 	ordfs_mutex_lock(&a->lock);
 	if (!err)
-		err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, i, 1,
-				       true);
+		err = update_disk_bits(a, h, ORDFS_BT_INODE_BITMAP, i, 1, true);
 	if (err) {
 		chunks_clear(a->imap, i);
 		a->free_inodes++;
@@ -581,8 +600,7 @@ int alloc_free_inode(struct alloc *a, struct handle *h, uint32_t ino)
 	if (ino < ORDFS_FIRST_INO || ino > a->inode_count)
 		return -EUCLEAN;
 	ordfs_mutex_lock(&a->lock);
-	int err = update_disk_bits(a, h, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, ino - 1,
-				   1, false);
+	int err = update_disk_bits(a, h, ORDFS_BT_INODE_BITMAP, ino - 1, 1, false);
 	if (!err) {
 		chunks_clear(a->imap, ino - 1);
 		a->free_inodes++;
@@ -604,11 +622,10 @@ void alloc_get_counts(struct alloc *a, struct alloc_counts *out)
 	ordfs_mutex_unlock(&a->lock);
 }
 
-static bool disk_bit_of(struct alloc *a, uint64_t bitmap_start, enum ordfs_block_type type,
-			uint64_t i)
+static bool disk_bit_of(struct alloc *a, enum ordfs_block_type type, uint64_t i)
 {
 	struct buf *b;
-	if (read_bitmap_block(a, bitmap_start + i / a->bits_per_block, type, &b))
+	if (read_bitmap_block(a, bitmap_block_of(a, type, i / a->bits_per_block), type, &b))
 		return true; /* unreadable: treat as in use, never hand it out */
 	bool on = ordfs_bitmap_bit(b->data, (uint32_t)(i % a->bits_per_block));
 	bcache_put(a->cache, b);
@@ -622,7 +639,7 @@ bool alloc_block_in_use(struct alloc *a, uint64_t blockno)
 		ordfs_mutex_unlock(&a->lock);
 		return false;
 	}
-	bool on = disk_bit_of(a, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, blockno);
+	bool on = disk_bit_of(a, ORDFS_BT_BLOCK_BITMAP, blockno);
 	ordfs_mutex_unlock(&a->lock);
 	return on;
 }
@@ -632,7 +649,7 @@ bool alloc_inode_in_use(struct alloc *a, uint32_t ino)
 	if (ino == 0 || ino > a->inode_count)
 		return false;
 	ordfs_mutex_lock(&a->lock);
-	bool on = disk_bit_of(a, a->inode_bitmap_start, ORDFS_BT_INODE_BITMAP, ino - 1);
+	bool on = disk_bit_of(a, ORDFS_BT_INODE_BITMAP, ino - 1);
 	ordfs_mutex_unlock(&a->lock);
 	return on;
 }

@@ -81,7 +81,8 @@ int alloc_blocks(struct alloc *a, struct handle *h, uint64_t goal, uint32_t want
 /* Clears the blocks in the on-disk bitmap under h.  They become allocatable
  * when h's transaction commits [J5].  With ALLOC_METADATA each block is also
  * journal_forget()-ed [J6].  -EUCLEAN if a block is already free or outside
- * the data area (nothing is changed then). */
+ * the data area (a group bitmap block is outside it; nothing is changed
+ * then). */
 int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_t len,
 		      unsigned flags);
 /* Called by the journal after a transaction commits (journal_config.release_freed). */

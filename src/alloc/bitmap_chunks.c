@@ -74,17 +74,41 @@ static void counted_range(const struct chunks *m, uint64_t ci, uint32_t *lo, uin
 	*hi = (uint32_t)(to - first);
 }
 
+/* Where chunk ci's bitmap block is. */
+static uint64_t chunk_block(const struct chunks *m, uint64_t ci)
+{
+	return m->cfg.sb ? ordfs_block_bitmap_block(m->cfg.sb, ci) : m->cfg.bitmap_start + ci;
+}
+
+/* Chunks whose blocks follow each other from the first one (the block
+ * bitmap's area; all of the inode bitmap's). */
+static uint64_t contiguous_chunks(const struct chunks *m)
+{
+	if (m->cfg.sb && m->cfg.sb->block_bitmap_blocks < m->nchunks)
+		return m->cfg.sb->block_bitmap_blocks;
+	return m->nchunks;
+}
+
+/* A bitmap block fresh from the device: header, checksum and (a group
+ * bitmap block) its own bit. */
+static int verify_block(const struct chunks *m, uint64_t ci, const uint8_t *data)
+{
+	if (m->cfg.sb)
+		return ordfs_block_bitmap_verify(m->cfg.sb, ci, data);
+	return ordfs_block_verify(data, m->cfg.block_size, m->cfg.csum_seed, m->cfg.type,
+				  chunk_block(m, ci));
+}
+
 /* The bitmap block's bits (as words) into out, from its buffer. */
 static int read_block_bits(struct chunks *m, uint64_t ci, bool verify, uint64_t *out)
 {
 	struct buf *b;
-	uint64_t blockno = m->cfg.bitmap_start + ci;
+	uint64_t blockno = chunk_block(m, ci);
 	int err = bcache_read(m->cfg.cache, blockno, &b);
 	if (err)
 		return err;
 	if (verify) {
-		err = ordfs_block_verify(b->data, m->cfg.block_size, m->cfg.csum_seed, m->cfg.type,
-					 blockno);
+		err = verify_block(m, ci, b->data);
 	} else if (le_get32(b->data) != ORDFS_BLOCK_MAGIC || le_get16(b->data + 4) != m->cfg.type ||
 		   le_get64(b->data + 16) != blockno) {
 		/* A buffer the journal holds may carry a stale checksum in
@@ -229,15 +253,18 @@ int chunks_create(const struct chunks_config *cfg, struct chunks **out, uint64_t
 	if (!err && !run)
 		err = -ENOMEM;
 	uint64_t run_first = 0, run_len = 0;
+	uint64_t contiguous = contiguous_chunks(m);
 	for (uint64_t ci = 0; ci < m->nchunks && !err; ci++) {
 		struct chunk *c = &m->v[ci];
-		uint64_t blockno = cfg->bitmap_start + ci;
+		uint64_t blockno = chunk_block(m, ci);
 		if (bcache_contains(cfg->cache, blockno)) {
 			err = read_block_bits(m, ci, true, m->scratch);
 		} else {
 			if (ci >= run_first + run_len) {
+				/* A run of the area; a group bitmap block alone. */
+				uint64_t left = ci < contiguous ? contiguous - ci : 1;
 				run_first = ci;
-				run_len = m->nchunks - ci < COUNT_RUN ? m->nchunks - ci : COUNT_RUN;
+				run_len = left < COUNT_RUN ? left : COUNT_RUN;
 				err = blockdev_read(bcache_device(cfg->cache), run,
 						    (size_t)run_len * cfg->block_size,
 						    blockno * cfg->block_size);
@@ -245,14 +272,13 @@ int chunks_create(const struct chunks_config *cfg, struct chunks **out, uint64_t
 					break;
 			}
 			const uint8_t *data = run + (size_t)(ci - run_first) * cfg->block_size;
-			err = ordfs_block_verify(data, cfg->block_size, cfg->csum_seed, cfg->type,
-						 blockno);
+			err = verify_block(m, ci, data);
 			for (uint32_t w = 0; !err && w < m->words; w++)
 				m->scratch[w] = le_get64(data + ORDFS_BLOCK_HDR_SIZE + (size_t)w * 8);
 		}
 		if (err == -EUCLEAN || err == -EBADMSG) {
 			if (bad_block && (!bad_count || *bad_count == 0))
-				*bad_block = cfg->bitmap_start + ci;
+				*bad_block = blockno;
 			if (!cfg->tolerant)
 				break;
 			if (bad_count)

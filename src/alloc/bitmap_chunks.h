@@ -10,6 +10,9 @@
  *
  * Rules:
  *  - Every call is made with the allocator's lock held.
+ *  - Chunk ci's bitmap block is found through cfg.sb (the block bitmap:
+ *    ordfs_block_bitmap_block) or is bitmap_start + ci (the inode
+ *    bitmap); nothing else here knows where bitmap blocks are.
  *  - A chunk is loaded from the bitmap block's buffer (through the buffer
  *    cache, so it sees changes made under handles that have not been
  *    written home yet) when a bit of it is first needed.
@@ -47,7 +50,13 @@ struct chunks;
 
 struct chunks_config {
 	struct bcache *cache;
-	uint64_t bitmap_start;       /* first bitmap block */
+	uint64_t bitmap_start;       /* first bitmap block (the inode bitmap) */
+	/* The block bitmap: chunk ci is group ci, its block where
+	 * ordfs_block_bitmap_block(sb, ci) says (in the area from
+	 * block_bitmap_start, or a group bitmap block past it), checked with
+	 * ordfs_block_bitmap_verify.  NULL (the inode bitmap): chunk ci's
+	 * block is bitmap_start + ci.  Must outlive the chunks. */
+	const struct ordfs_super *sb;
 	enum ordfs_block_type type;  /* ORDFS_BT_BLOCK_BITMAP or _INODE_BITMAP */
 	uint32_t block_size;
 	uint32_t csum_seed;

@@ -32,13 +32,16 @@ bool bitmap_cursor_bit(struct checker *c, struct bitmap_cursor *bc, uint64_t i)
 		bitmap_cursor_done(c, bc);
 		bc->index = index;
 		if (index >= bc->ahead_to && index < bc->blocks) {
-			/* the walk goes in order: a request per 256 blocks */
+			/* the walk goes in order: a request per 256 blocks of
+			 * the area (a group bitmap block past it is read alone) */
 			uint64_t n = bc->blocks - index;
 			n = n < BCACHE_READAHEAD_MAX ? n : BCACHE_READAHEAD_MAX;
 			bcache_readahead(c->fs->cache, bc->start + index, (uint32_t)n);
 			bc->ahead_to = index + n;
 		}
-		if (bcache_read(c->fs->cache, bc->start + index, &bc->held) != 0)
+		uint64_t blockno = bc->block_bitmap ? ordfs_block_bitmap_block(&c->fs->sb, index)
+						    : bc->start + index;
+		if (bcache_read(c->fs->cache, blockno, &bc->held) != 0)
 			bc->held = NULL;
 	}
 	return !bc->held || ordfs_bitmap_bit(bc->held->data, (uint32_t)(i % per));
@@ -135,6 +138,10 @@ int ordfs_check(struct blockdev *bd, struct check_result *res)
 
 	res->problems = 0;
 	res->inodes_used = res->dirs = res->files = res->blocks_used = 0;
+	/* Empty before anything can fail: a repair reads them whatever
+	 * happens (a mount refused left them uninitialized). */
+	if (res->findings)
+		memset(res->findings, 0, sizeof(*res->findings));
 	ordfs_options_default(&opts);
 	opts.readonly = true;
 	opts.check_mode = true;
@@ -148,7 +155,6 @@ int ordfs_check(struct blockdev *bd, struct check_result *res)
 
 	struct checker c = { .fs = fs, .res = res, .fx = res->findings };
 	if (c.fx) {
-		memset(c.fx, 0, sizeof(*c.fx));
 		c.fx->blocks_found = calloc((fs->sb.block_count + 7) / 8, 1);
 		c.fx->inodes_found = calloc(((size_t)fs->sb.inode_count + 7) / 8, 1);
 		if (!c.fx->blocks_found || !c.fx->inodes_found) {

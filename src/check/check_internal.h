@@ -71,7 +71,9 @@ struct inode_info *info_mut(struct checker *c, uint32_t ino);
  * a lock each time). */
 struct bitmap_cursor {
 	uint64_t start;      /* first bitmap block */
-	uint32_t blocks;     /* the bitmap's length in blocks */
+	uint32_t blocks;     /* the bitmap's length in blocks (the area) */
+	bool block_bitmap;   /* block i is group i's (ordfs_block_bitmap_block:
+				in the area, or a group bitmap block past it) */
 	struct buf *held;    /* the block of the last bit asked, or NULL */
 	uint64_t index;      /* which block of the bitmap `held` is */
 	uint64_t ahead_to;   /* blocks of the bitmap read ahead: [0, ahead_to) */

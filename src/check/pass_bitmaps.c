@@ -1,6 +1,7 @@
 /*
  * pass_bitmaps.c - pass 5: the block bitmap against the blocks found (and
- * bitmap blocks failing their checksum); on a clean image the summary
+ * bitmap blocks failing their checksum; a group bitmap block is metadata
+ * in use, its own bit set); on a clean image the summary
  * counts and an empty orphan list; the two sector copies of the superblock
  * and of the journal superblock agree.
  * Findings: the bitmaps and counts to rebuild (with what was found), the
@@ -44,7 +45,8 @@ static void check_super_copies(struct checker *c)
 /* Does a whole bitmap block agree with what the walk found, byte for
  * byte?  Then its blocks are counted and recorded a word at a time (a
  * 16 TiB image has 2^32 bits to compare).  Only for ranges without
- * metadata blocks, which the walk does not mark. */
+ * metadata blocks the walk does not mark (it marks the group bitmap
+ * blocks: pass_blocks). */
 static bool bitmap_block_agrees(struct checker *c, struct bitmap_cursor *bitmap,
 				uint64_t first, uint32_t bytes, uint64_t *used)
 {
@@ -74,13 +76,14 @@ void pass_bitmap(struct checker *c)
 	uint64_t used = 0, mismatches = 0;
 	uint32_t per = ordfs_bits_per_bitmap_block(ordfs_block_size(sb));
 	struct bitmap_cursor bitmap = { .start = sb->block_bitmap_start,
-					.blocks = sb->block_bitmap_blocks };
+					.blocks = sb->block_bitmap_blocks, .block_bitmap = true };
 	for (uint64_t first = 0; first < sb->block_count; first += per) {
 		uint64_t end = sb->block_count - first < per ? sb->block_count : first + per;
 		if (first >= sb->data_start && end < sb->block_count && per % 8 == 0 &&
 		    bitmap_block_agrees(c, &bitmap, first, per / 8, &used))
 			continue;
 		for (uint64_t b = first; b < end; b++) {
+			/* (group bitmap blocks: marked found by pass_blocks) */
 			bool meta = b < sb->data_start || b == sb->block_count - 1;
 			bool found = meta || (c->blocks[b / 8] >> (b % 8)) & 1;
 			/* (a damaged bitmap block also fails its checksum below) */

@@ -3,7 +3,8 @@
  * walked, every block inside the data area and claimed once, the blocks
  * count and the size consistent with what is mapped; xattr blocks (the
  * ACL values in them included: a malformed one is named).
- * Hands on: the bit map of blocks in use (checker.blocks).
+ * Hands on: the bit map of blocks in use (checker.blocks), with the group
+ * bitmap blocks marked first (metadata no inode may claim).
  * Findings: inodes to truncate (bad tree, blocks out of range, blocks an
  * earlier inode claimed), block counts and sizes to set, xattr blocks to
  * drop.
@@ -17,6 +18,7 @@
 
 #include "check_internal.h"
 #include "format/endian_le.h"
+#include "base/ordfs_assert.h"
 
 static bool test_and_set_block(struct checker *c, uint64_t b)
 {
@@ -99,9 +101,11 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 	uint64_t xb = inode->d.xattr_block;
 	const struct ordfs_super *sb = &c->fs->sb;
 	bool xattr_usable = xb != 0;
-	if (xb && (xb < sb->data_start || xb >= sb->block_count - 1 || block_claimed(c, xb))) {
+	bool xb_range = xb < sb->data_start || xb >= sb->block_count - 1 ||
+			ordfs_is_group_bitmap_block(sb, xb);
+	if (xb && (xb_range || block_claimed(c, xb))) {
 		/* Only the attributes are lost, not the file. */
-		bool range = xb < sb->data_start || xb >= sb->block_count - 1;
+		bool range = xb_range;
 		problem(c, range ? CHK_BLOCK_RANGE : CHK_BLOCK_DUP,
 			"inode %u: xattr block %llu %s", inode->ino, (unsigned long long)xb,
 			range ? "outside the data area" : "is claimed twice");
@@ -160,6 +164,19 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 
 void pass_blocks(struct checker *c)
 {
+	/* The group bitmap blocks (format.h) are metadata in use that no
+	 * inode owns: found before any inode is walked (pass 5 then compares
+	 * their groups a word at a time, as any other).  An extent or tree
+	 * block on one never gets here: the extent code refuses it (the tree
+	 * is unreadable); an xattr block on one is out of range. */
+	const struct ordfs_super *sb = &c->fs->sb;
+	uint32_t per = ordfs_bits_per_bitmap_block(ordfs_block_size(sb));
+	for (uint64_t g = sb->block_bitmap_blocks; g < ordfs_block_groups(sb); g++) {
+		uint64_t b = ordfs_block_bitmap_block(sb, g);
+		ORDFS_ASSERT(b == g * per && ordfs_is_group_bitmap_block(sb, b));
+		if (!test_and_set_block(c, b))
+			c->blocks_found++;
+	}
 	for (uint32_t ino = 1; ino <= c->fs->sb.inode_count; ino++) {
 		if (!info_get(c, ino)->in_use)
 			continue;

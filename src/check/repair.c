@@ -14,7 +14,8 @@
  *      earlier inode claimed (as e2fsck clones them), or truncate it when
  *      its extents are not all in the inode or there is no room;
  *   D. the bitmaps and summary counts (raw writes), rebuilt from what the
- *      check found in use: before any stage that allocates, so a
+ *      check found in use (every block-bitmap block, the group bitmap
+ *      blocks past the area too): before any stage that allocates, so a
  *      read-write mount never hands out a block in use; the superblock's
  *      FILE_FLAGS feature set when inodes have flags without it;
  *   B. names (a read-write mount, journaled): remove entries that point
@@ -204,7 +205,10 @@ static int stage_inodes(struct blockdev *bd, const struct ordfs_super *sb,
 
 /* ---- stage D: bitmaps and summary -------------------------------------------- */
 
-/* Writes one bitmap area from found (bit i of found = item i of the area). */
+/* Writes one bitmap from found (bit i of found = item i of the bitmap):
+ * the inode bitmap's area, or every block of the block bitmap, the group
+ * bitmap blocks past its area included (ordfs_block_bitmap_block; found
+ * has their own bits set: pass 5 counts them as in use). */
 static int write_bitmap_area(struct blockdev *bd, const struct ordfs_super *sb, uint64_t start,
 			     enum ordfs_block_type type, const uint8_t *found, uint64_t nbits)
 {
@@ -215,8 +219,10 @@ static int write_bitmap_area(struct blockdev *bd, const struct ordfs_super *sb, 
 		return -ENOMEM;
 	int err = 0;
 	for (uint64_t bi = 0; bi * per < nbits && !err; bi++) {
+		uint64_t blockno = type == ORDFS_BT_BLOCK_BITMAP ? ordfs_block_bitmap_block(sb, bi)
+								 : start + bi;
 		memset(blk, 0, bs);
-		ordfs_block_hdr_init(blk, type, 0, start + bi);
+		ordfs_block_hdr_init(blk, type, 0, blockno);
 		uint8_t *payload = blk + ORDFS_BLOCK_HDR_SIZE;
 		for (uint64_t bit = 0; bit < per; bit++) {
 			uint64_t i = bi * per + bit;
@@ -225,7 +231,7 @@ static int write_bitmap_area(struct blockdev *bd, const struct ordfs_super *sb, 
 				payload[bit / 8] |= (uint8_t)(1u << (bit % 8));
 		}
 		ordfs_block_csum_set(blk, bs, sb->csum_seed);
-		err = blockdev_write(bd, blk, bs, (start + bi) * bs);
+		err = blockdev_write(bd, blk, bs, blockno * bs);
 	}
 	free(blk);
 	return err;

@@ -83,8 +83,11 @@ uint32_t extent_credits(struct ordfs *fs, struct inode *inode, uint32_t max_reco
 	uint64_t bitmaps = records * alloc_credits(fs->alloc,
 						   ordfs_bits_per_bitmap_block(fs->block_size)) +
 			   nodes;
-	if (bitmaps > fs->sb.block_bitmap_blocks)
-		bitmaps = fs->sb.block_bitmap_blocks;
+	/* bitmap blocks, area and past it (the count read as a grow stores it) */
+	uint32_t per = ordfs_bits_per_bitmap_block(fs->block_size);
+	uint64_t groups = (fs_block_count(fs) + per - 1) / per;
+	if (bitmaps > groups)
+		bitmaps = groups;
 	uint64_t total = nodes + bitmaps + INODE_WRITE_CREDITS;
 	return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 }

@@ -83,10 +83,14 @@ void ext_node_split_insert(uint8_t *left, uint8_t *right, unsigned cap, unsigned
 
 /* ---- verification [E2] ------------------------------------------------------ */
 
+/* A group bitmap block (format.h) is metadata like the area before
+ * data_start: an extent or tree block on it is damage, or a file write
+ * would overwrite a bitmap. */
 static bool in_data_area(const struct ordfs *fs, uint64_t start, uint64_t len)
 {
 	uint64_t end = fs_block_count(fs) - 1; /* the backup superblock */
-	return start >= fs->sb.data_start && start < end && len <= end - start;
+	return start >= fs->sb.data_start && start < end && len <= end - start &&
+	       !ordfs_range_has_group_start(&fs->sb, start, len);
 }
 
 bool ext_fields_valid(const struct ordfs *fs, const struct ordfs_extent *e)

@@ -2,14 +2,17 @@
  * format.c - encode, decode and verify the on-disk structures of format.h.
  *
  * Owns: byte-offset encoding of the superblock, inodes, the common metadata
- * block header, journal block headers and the journal superblock, and the
- * directory name hash.  Rules: decoders bounds-check every field and return
- * -EUCLEAN with a one-line reason for anything a correct ordfs never writes.
+ * block header, journal block headers and the journal superblock, the
+ * directory name hash, and the block-bitmap groups (where each group's
+ * bitmap block is: the one answer every reader of the block bitmap asks).
+ * Rules: decoders bounds-check every field and return -EUCLEAN with a
+ * one-line reason for anything a correct ordfs never writes.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "format.h"
+#include "base/ordfs_assert.h"
 
 /* ---- superblock ------------------------------------------------------- */
 
@@ -95,7 +98,9 @@ int ordfs_super_check_geometry(const struct ordfs_super *sb, const char **why)
 		return fail(why, "journal too small");
 
 	uint32_t bits = ordfs_bits_per_bitmap_block(bs);
-	if (sb->block_bitmap_blocks != div_round_up(sb->block_count, bits))
+	uint64_t groups = div_round_up(sb->block_count, bits);
+	bool group_bitmaps = sb->feature_incompat & ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
+	if (group_bitmaps ? sb->block_bitmap_blocks > groups : sb->block_bitmap_blocks != groups)
 		return fail(why, "block bitmap size does not match block count");
 	if (sb->inode_bitmap_blocks != div_round_up(sb->inode_count, bits))
 		return fail(why, "inode bitmap size does not match inode count");
@@ -113,12 +118,89 @@ int ordfs_super_check_geometry(const struct ordfs_super *sb, const char **why)
 		return fail(why, "metadata areas are not laid out contiguously");
 	if (sb->data_start + 2 > sb->block_count)
 		return fail(why, "no room for data blocks");
+	/* Groups past the area (GROUP_BITMAPS) lie wholly in the data area,
+	 * and each holds a block besides its bitmap block: the backup
+	 * superblock is never one. */
+	if ((uint64_t)sb->block_bitmap_blocks * bits < sb->data_start)
+		return fail(why, "block bitmap does not cover the metadata areas");
+	if (groups > sb->block_bitmap_blocks && (sb->block_count - 1) % bits == 0)
+		return fail(why, "the backup superblock falls on a group bitmap block");
 	if (sb->free_blocks > sb->block_count || sb->free_inodes > sb->inode_count)
 		return fail(why, "free counts larger than totals");
 	if (sb->orphan_head >= sb->inode_count + 1 ||
 	    (sb->orphan_head != 0 && sb->orphan_head < ORDFS_ROOT_INO))
 		return fail(why, "orphan list head out of range");
 	return 0;
+}
+
+/* ---- block-bitmap groups ------------------------------------------------ */
+
+static uint32_t bits_per_group(const struct ordfs_super *sb)
+{
+	return ordfs_bits_per_bitmap_block(ordfs_block_size(sb));
+}
+
+static bool has_group_bitmaps(const struct ordfs_super *sb)
+{
+	return sb->feature_incompat & ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
+}
+
+uint64_t ordfs_block_groups(const struct ordfs_super *sb)
+{
+	return div_round_up(sb->block_count, bits_per_group(sb));
+}
+
+uint64_t ordfs_block_bitmap_block(const struct ordfs_super *sb, uint64_t group)
+{
+	ORDFS_ASSERT(group < ordfs_block_groups(sb));
+	if (group < sb->block_bitmap_blocks)
+		return sb->block_bitmap_start + group;
+	/* Past the area: only with the feature (the geometry says so). */
+	ORDFS_ASSERT(has_group_bitmaps(sb));
+	return group * bits_per_group(sb);
+}
+
+bool ordfs_is_group_bitmap_block(const struct ordfs_super *sb, uint64_t blockno)
+{
+	uint32_t per = bits_per_group(sb);
+	return has_group_bitmaps(sb) && blockno < sb->block_count && blockno % per == 0 &&
+	       blockno / per >= sb->block_bitmap_blocks;
+}
+
+/* The first group past the area starting at or after `start`. */
+static uint64_t first_group_from(const struct ordfs_super *sb, uint64_t start)
+{
+	uint32_t per = bits_per_group(sb);
+	uint64_t g = start / per + (start % per != 0);
+	return g < sb->block_bitmap_blocks ? sb->block_bitmap_blocks : g;
+}
+
+bool ordfs_range_has_group_start(const struct ordfs_super *sb, uint64_t start, uint64_t len)
+{
+	if (len == 0 || start >= (1ull << 48))
+		return false;
+	uint64_t g = first_group_from(sb, start);
+	return g <= (1ull << 48) / bits_per_group(sb) && g * bits_per_group(sb) - start < len;
+}
+
+bool ordfs_range_has_group_bitmap(const struct ordfs_super *sb, uint64_t start, uint64_t len)
+{
+	if (!has_group_bitmaps(sb) || len == 0)
+		return false;
+	uint64_t g = first_group_from(sb, start);
+	if (g >= ordfs_block_groups(sb))
+		return false;
+	return g * bits_per_group(sb) - start < len; /* g * per >= start, < 2^48 */
+}
+
+int ordfs_block_bitmap_verify(const struct ordfs_super *sb, uint64_t group, const uint8_t *blk)
+{
+	uint64_t blockno = ordfs_block_bitmap_block(sb, group);
+	int err = ordfs_block_verify(blk, ordfs_block_size(sb), sb->csum_seed,
+				     ORDFS_BT_BLOCK_BITMAP, blockno);
+	if (!err && group >= sb->block_bitmap_blocks && !ordfs_bitmap_bit(blk, 0))
+		err = -EUCLEAN; /* a group bitmap block marked free */
+	return err;
 }
 
 /* One 512-byte copy. */

@@ -24,6 +24,8 @@
  *   [inode_bitmap_start, +inode_bitmap_blocks)
  *   [inode_table_start, +inode_table_blocks)
  *   [data_start, block_count - 1)           data, directory, extent, xattr blocks
+ *                                           (and, with GROUP_BITMAPS, the bitmap
+ *                                           blocks of the groups past the area)
  *   block_count - 1                         backup superblock
  */
 #ifndef ORDFS_FORMAT_H
@@ -59,7 +61,13 @@
  * compat bit is ignored. */
 #define ORDFS_FEATURE_COMPAT_SUPPORTED 0u
 #define ORDFS_FEATURE_INCOMPAT_RECOVER 0x1u  /* journal needs replay */
-#define ORDFS_FEATURE_INCOMPAT_SUPPORTED (ORDFS_FEATURE_INCOMPAT_RECOVER)
+/* Block-bitmap groups past the block bitmap area keep their bitmap block
+ * in their own first block (see "block-bitmap groups" below): an ordfs
+ * that does not know it would read those groups' bits from the inode
+ * bitmap's blocks, so it may not even read the image. */
+#define ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS 0x2u
+#define ORDFS_FEATURE_INCOMPAT_SUPPORTED \
+	(ORDFS_FEATURE_INCOMPAT_RECOVER | ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS)
 /* Some inode has file flags (chattr) in its attr_flags word (offset 108):
  * an ordfs that does not know them would ignore them (write to an
  * immutable file) and drop them from every inode it rewrites, so it may
@@ -290,6 +298,46 @@ static inline void ordfs_bitmap_put(uint8_t *blk, uint32_t i, bool on)
 	else
 		*p &= (uint8_t)~(1u << (i % 8));
 }
+
+/* ---- block-bitmap groups ------------------------------------------------
+ *
+ * The bits of one bitmap block are a *group*: group g covers blocks
+ * [g * per, (g + 1) * per), per = ordfs_bits_per_bitmap_block(B); there
+ * are ordfs_block_groups(sb) = ceil(block_count / per) of them (no
+ * superblock field).  Group g < block_bitmap_blocks has its bitmap block
+ * in the block bitmap area, at block_bitmap_start + g.  With
+ * ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS, the groups past the area
+ * (g >= block_bitmap_blocks, wholly in space a grow added) keep theirs in
+ * their own first block, g * per, a *group bitmap block*, whose own bit
+ * (bit 0 of its payload) is set.  Geometry (ordfs_super_check_geometry):
+ * without the flag block_bitmap_blocks == ceil(block_count / per); with
+ * it, block_bitmap_blocks <= that, the area covers every block before
+ * data_start, and the last block (backup superblock) is no group bitmap
+ * block.
+ *
+ * Every reader of the block bitmap finds a group's block through
+ * ordfs_block_bitmap_block.
+ */
+uint64_t ordfs_block_groups(const struct ordfs_super *sb);
+/* Where group `group`'s bitmap block is (group < ordfs_block_groups). */
+uint64_t ordfs_block_bitmap_block(const struct ordfs_super *sb, uint64_t group);
+/* Is blockno a group bitmap block (one past the area)? */
+bool ordfs_is_group_bitmap_block(const struct ordfs_super *sb, uint64_t blockno);
+/* Does [start, start + len) hold a group bitmap block? */
+bool ordfs_range_has_group_bitmap(const struct ordfs_super *sb, uint64_t start, uint64_t len);
+/* Does [start, start + len) hold the first block of a group past the
+ * area, where a group's bitmap block is once the filesystem has that
+ * group?  With [start, start + len) inside the filesystem it answers as
+ * ordfs_range_has_group_bitmap (without the feature no group past the
+ * area lies inside it), but it reads only block_bitmap_blocks and the
+ * block size, which a mounted filesystem never changes: an online grow
+ * changes block_count and the feature bits, so code that holds no lock
+ * on the superblock asks this. */
+bool ordfs_range_has_group_start(const struct ordfs_super *sb, uint64_t start, uint64_t len);
+/* A block-bitmap block as read from the device: 0, or -EUCLEAN if its
+ * header or checksum is wrong (ordfs_block_verify) or, for a group
+ * bitmap block, its own bit is clear. */
+int ordfs_block_bitmap_verify(const struct ordfs_super *sb, uint64_t group, const uint8_t *blk);
 
 /* ---- extents (in the inode root and in ORDFS_BT_EXTENT blocks) -------- */
 /*

@@ -80,7 +80,7 @@ static int grow_bitmap(struct bcache *cache, struct handle *h, const struct ordf
 	for (uint64_t idx = first / per; idx <= last / per; idx++) {
 		ORDFS_ASSERT(idx < old->block_bitmap_blocks);
 		struct buf *b;
-		int err = bcache_read(cache, old->block_bitmap_start + idx, &b);
+		int err = bcache_read(cache, ordfs_block_bitmap_block(grown, idx), &b);
 		if (err)
 			return err;
 		err = journal_get_write_access(h, b, JWA_CSUM_HDR);

@@ -244,7 +244,7 @@ static int fill_free_blocks(struct blockdev *bd)
 	for (uint64_t b = sb.data_start; b < sb.block_count - 1 && !err; b++) {
 		uint64_t which = b / bits_per, bit = b % bits_per;
 		if (which != loaded) {
-			err = blockdev_read(bd, bitmap, bs, (sb.block_bitmap_start + which) * bs);
+			err = blockdev_read(bd, bitmap, bs, ordfs_block_bitmap_block(&sb, which) * bs);
 			loaded = which;
 		}
 		if (!err && !((bitmap[24 + bit / 8] >> (bit % 8)) & 1))

@@ -32,6 +32,22 @@ struct test_fs {
 /* mkfs (size bytes, block size, journal blocks; 0 = defaults) + mount. */
 void tfs_setup(struct test_fs *t, uint64_t size, uint32_t block_size,
 	       uint32_t journal_blocks);
+/* Block-bitmap groups past the area (format.h, INCOMPAT_GROUP_BITMAPS),
+ * made by hand until resize.ordfs makes them: grows the unmounted, clean
+ * filesystem on bd to new_count blocks (bd that long), which must lie
+ * past the bits the block bitmap area holds.  The area's bits of the old
+ * backup block and of the blocks past the old end are cleared; each group
+ * past the area gets its bitmap block in its first block (header and
+ * checksum right, bit 0 set, the new last block's bit and the bits past
+ * new_count set); then the superblock (flag set, free_blocks less one per
+ * group bitmap block) goes to block 0 and to the new last block.  0, or
+ * -EINVAL (not such an image or size), -EUCLEAN (an area bitmap block
+ * fails its checksum), or the device's error. */
+int tfs_add_groups(struct blockdev *bd, uint64_t new_count);
+/* tfs_setup of an old_size-byte filesystem on a device of new_count
+ * blocks, grown to all of it by tfs_add_groups, then mounted. */
+void tfs_setup_groups(struct test_fs *t, uint64_t old_size, uint32_t block_size,
+		      uint64_t new_count);
 /* Mount again (after tfs_unmount or a simulated crash). */
 void tfs_mount(struct test_fs *t);
 void tfs_unmount(struct test_fs *t);

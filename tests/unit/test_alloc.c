@@ -243,6 +243,102 @@ START_TEST(test_map_chunks_dropped_and_loaded_again)
 }
 END_TEST
 
+/* 1 KiB blocks: 8000 blocks a group.  A 4 MiB filesystem (one bitmap
+ * block in its area) grown by hand to three groups past the area, the
+ * last one 500 blocks long (tfs_add_groups). */
+#define GROUPS_OLD_SIZE (4u << 20)
+#define GROUPS_PER 8000u
+#define GROUPS_COUNT (3u * GROUPS_PER + 500u)
+
+/* Every free block allocated, a run at a time, up to the last data block;
+ * no run holds a group bitmap block; then all freed again.  With
+ * map_limit, the chunks are dropped and loaded again on the way. */
+static void fill_and_free_groups(size_t map_limit)
+{
+	struct test_fs t;
+	tfs_setup_groups(&t, GROUPS_OLD_SIZE, 1024, GROUPS_COUNT);
+	tfs_unmount(&t);
+	ck_assert_int_eq(tfs_check_image(&t), 0); /* the checker agrees first */
+	tfs_mount(&t);
+	struct alloc *a = t.fs->alloc;
+	const struct ordfs_super *sb = &t.fs->sb;
+	ck_assert(sb->feature_incompat & ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS);
+	ck_assert_uint_eq(sb->block_count, GROUPS_COUNT);
+	ck_assert_uint_eq(ordfs_block_groups(sb), 4);
+	if (map_limit)
+		alloc_set_map_limit(a, map_limit);
+	struct alloc_counts c0, c;
+	alloc_get_counts(a, &c0);
+	ck_assert_uint_eq(c0.free_blocks, sb->free_blocks);
+	for (uint64_t g = 1; g < 4; g++)
+		ck_assert(alloc_block_in_use(a, g * GROUPS_PER));
+
+	enum { MAX_RUNS = 64 };
+	uint64_t starts[MAX_RUNS], total = 0, in_group[4] = { 0 };
+	uint32_t lens[MAX_RUNS];
+	int runs = 0;
+	for (;;) {
+		ck_assert_int_lt(runs, MAX_RUNS);
+		struct handle *h = tfs_start(&t, alloc_credits(a, 4096));
+		int err = alloc_blocks(a, h, 0, 4096, 0, &starts[runs], &lens[runs]);
+		tfs_stop(h);
+		if (err == -ENOSPC)
+			break;
+		ck_assert_int_eq(err, 0);
+		uint64_t s0 = starts[runs], n = lens[runs];
+		ck_assert_uint_ge(s0, sb->data_start);
+		ck_assert_uint_le(s0 + n, sb->block_count - 1);
+		ck_assert_msg(!ordfs_range_has_group_bitmap(sb, s0, n),
+			      "run %llu+%llu holds a group bitmap block", (unsigned long long)s0,
+			      (unsigned long long)n);
+		for (uint64_t b = s0; b < s0 + n; b++)
+			in_group[b / GROUPS_PER]++;
+		total += n;
+		runs++;
+	}
+	/* Everything: every group past the area to its last data block. */
+	ck_assert_uint_eq(total, c0.free_blocks);
+	ck_assert_uint_eq(in_group[1], GROUPS_PER - 1);
+	ck_assert_uint_eq(in_group[2], GROUPS_PER - 1);
+	ck_assert_uint_eq(in_group[3], 500 - 2); /* less its bitmap block and the backup */
+	ck_assert(alloc_block_in_use(a, GROUPS_COUNT - 2));
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.free_blocks, 0);
+
+	/* A group bitmap block is never a data block to free or mark. */
+	struct handle *h = tfs_start(&t, 4);
+	ck_assert_int_eq(alloc_free_blocks(a, h, 2 * GROUPS_PER, 1, 0), -EUCLEAN);
+	ck_assert_int_eq(alloc_free_blocks(a, h, 2 * GROUPS_PER - 1, 2, 0), -EUCLEAN);
+	ck_assert_int_eq(alloc_mark_blocks(a, h, 2 * GROUPS_PER, 1), -EINVAL);
+	tfs_stop(h);
+	ck_assert(alloc_block_in_use(a, 2 * GROUPS_PER - 1)); /* nothing changed */
+
+	for (int i = 0; i < runs; i++) {
+		h = tfs_start(&t, alloc_credits(a, lens[i]));
+		ck_assert_int_eq(alloc_free_blocks(a, h, starts[i], lens[i], 0), 0);
+		tfs_stop(h);
+	}
+	ck_assert_int_eq(journal_force_commit(t.fs->journal), 0);
+	alloc_get_counts(a, &c);
+	ck_assert_uint_eq(c.free_blocks, c0.free_blocks);
+	for (uint64_t g = 1; g < 4; g++)
+		ck_assert(alloc_block_in_use(a, g * GROUPS_PER));
+	ck_assert(!alloc_block_in_use(a, GROUPS_COUNT - 2));
+	tfs_unmount_and_check(&t);
+}
+
+START_TEST(test_groups_filled_to_the_last_block_and_freed)
+{
+	fill_and_free_groups(0);
+}
+END_TEST
+
+START_TEST(test_groups_with_chunks_dropped_and_loaded_again)
+{
+	fill_and_free_groups(1);
+}
+END_TEST
+
 static Suite *alloc_suite(void)
 {
 	Suite *s = suite_create("alloc");
@@ -254,6 +350,8 @@ static Suite *alloc_suite(void)
 	tcase_add_test(tc, test_contiguous_runs_and_goal);
 	tcase_add_test(tc, test_inode_alloc);
 	tcase_add_test(tc, test_map_chunks_dropped_and_loaded_again);
+	tcase_add_test(tc, test_groups_filled_to_the_last_block_and_freed);
+	tcase_add_test(tc, test_groups_with_chunks_dropped_and_loaded_again);
 	suite_add_tcase(s, tc);
 	return s;
 }

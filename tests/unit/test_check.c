@@ -201,6 +201,233 @@ START_TEST(test_finds_dirty_journal)
 }
 END_TEST
 
+/* A repair whose check cannot mount the image (here: the journal needs
+ * replay, which fsck.ordfs does first) finds nothing it can fix, and
+ * changes nothing: its findings were left uninitialized once, and the
+ * repair read them. */
+START_TEST(test_repair_of_unmountable_image_does_nothing)
+{
+	struct test_fs t;
+	tfs_setup(&t, 16 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t), *f;
+	ck_assert_int_eq(ordfs_create(t.fs, root, "x", 0644, &cred, &f), 0);
+	ck_assert_int_eq(ordfs_fsync(t.fs, f, false), 0);
+	inode_put(t.fs, f);
+	inode_put(t.fs, root);
+	tfs_crash(&t);
+	uint64_t size = t.mem->size;
+	uint8_t *before = malloc(size);
+	memcpy(before, blockdev_mem_bytes(t.mem), size);
+	struct repair_result rep;
+	ck_assert_int_eq(ordfs_repair(t.mem, 0, NULL, NULL, &rep), 0);
+	ck_assert_uint_eq(rep.fixes, 0);
+	ck_assert_uint_eq(rep.problems, 1);
+	ck_assert(memcmp(before, blockdev_mem_bytes(t.mem), size) == 0);
+	free(before);
+	tfs_mount(&t);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+/* ---- block-bitmap groups past the area (INCOMPAT_GROUP_BITMAPS) ------------ */
+
+/* 1 KiB blocks, 8000 a group: a 4 MiB filesystem grown by hand
+ * (tfs_add_groups) to three groups past its one-block area. */
+#define GROUPS_PER 8000u
+#define GROUPS_COUNT (3u * GROUPS_PER + 500u)
+#define GROUP_BITMAP (2u * GROUPS_PER) /* group 2's bitmap block */
+
+/* The grouped image, unmounted, with /a (20 blocks of data, an xattr);
+ * a's inode number.  The checker finds nothing. */
+static uint32_t make_grouped_image(struct test_fs *t)
+{
+	tfs_setup_groups(t, 4u << 20, 1024, GROUPS_COUNT);
+	struct inode *root = tfs_root(t), *a;
+	ck_assert_int_eq(ordfs_create(t->fs, root, "a", 0644, &cred, &a), 0);
+	uint8_t buf[20 * 1024];
+	memset(buf, 'x', sizeof(buf));
+	ck_assert_int_eq(ordfs_write(t->fs, a, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	ck_assert_int_eq(ordfs_setxattr(t->fs, a, "user.note", "v", 1, 0), 0);
+	uint32_t ino = a->ino;
+	inode_put(t->fs, a);
+	inode_put(t->fs, root);
+	tfs_unmount(t);
+	ck_assert_int_eq(tfs_check_image(t), 0);
+	return ino;
+}
+
+/* fsck -y: repaired, then clean. */
+static void repair_clean(struct test_fs *t)
+{
+	struct repair_result rep;
+	ck_assert_int_eq(ordfs_repair(t->mem, 0, NULL, NULL, &rep), 0);
+	ck_assert_uint_gt(rep.fixes, 0);
+	ck_assert_uint_eq(rep.problems, 0);
+	ck_assert_int_eq(tfs_check_image(t), 0);
+}
+
+/* Does the daemon's mount of (a copy of) the image succeed? */
+static int mount_copy(struct test_fs *t)
+{
+	struct blockdev *copy;
+	ck_assert_int_eq(blockdev_mem_from(blockdev_mem_bytes(t->mem), t->mem->size, &copy), 0);
+	struct ordfs *fs;
+	const char *why;
+	int err = ordfs_mount(copy, &t->opts, &fs, &why);
+	if (!err)
+		ck_assert_int_eq(ordfs_unmount(fs), 0);
+	blockdev_destroy(copy);
+	return err;
+}
+
+enum group_damage {
+	GD_PAYLOAD,  /* a payload byte: the checksum fails */
+	GD_BLOCKNO,  /* another block's number, checksum right */
+	GD_TYPE,     /* the inode bitmap's type, checksum right */
+	GD_ZERO,     /* never written */
+	GD_OWN_BIT,  /* its own bit clear, checksum right */
+	GD_KINDS
+};
+
+/* Each damage of a group bitmap block's header or own bit: the checker
+ * finds it, the daemon's mount refuses the image, and repair rewrites the
+ * block (header, checksum, bits) so that it checks clean and mounts. */
+START_TEST(test_group_bitmap_block_damage_found_and_repaired)
+{
+	for (int kind = 0; kind < GD_KINDS; kind++) {
+		struct test_fs t;
+		make_grouped_image(&t);
+		struct ordfs_super sb;
+		read_sb(&t, &sb);
+		uint32_t bs = ordfs_block_size(&sb);
+		uint8_t *blk = block_ptr(&t, &sb, GROUP_BITMAP);
+		ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 2, blk), 0);
+		switch (kind) {
+		case GD_PAYLOAD: blk[ORDFS_BLOCK_HDR_SIZE + 300] ^= 0x10; break;
+		case GD_BLOCKNO: le_put64(blk + 16, GROUP_BITMAP + 1); break;
+		case GD_TYPE: le_put16(blk + 4, ORDFS_BT_INODE_BITMAP); break;
+		case GD_ZERO: memset(blk, 0, bs); break;
+		default: ordfs_bitmap_put(blk, 0, false); break;
+		}
+		if (kind == GD_BLOCKNO || kind == GD_TYPE || kind == GD_OWN_BIT)
+			ordfs_block_csum_set(blk, bs, sb.csum_seed);
+		ck_assert_int_ne(ordfs_block_bitmap_verify(&sb, 2, blk), 0);
+		struct seen s = run_check(&t);
+		ck_assert_msg(s.count[CHK_BLOCK_BITMAP] >= 1, "damage %d not found", kind);
+		ck_assert_int_eq(mount_copy(&t), -EUCLEAN);
+		repair_clean(&t);
+		ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 2, blk), 0);
+		ck_assert(ordfs_bitmap_bit(blk, 1) == 0); /* the group's blocks free */
+		tfs_mount(&t);
+		ck_assert(alloc_block_in_use(t.fs->alloc, GROUP_BITMAP));
+		tfs_unmount_and_check(&t);
+	}
+}
+END_TEST
+
+static uint64_t extent_target;
+static void extent_onto_target(struct ordfs_inode *d)
+{
+	le_put64(d->data + ORDFS_EXTENT_NODE_HDR + 8, extent_target); /* record 0's physical */
+}
+
+/* A file's extent over a group bitmap block (checksums right): the
+ * daemon refuses to read it, the checker finds it, and repair truncates
+ * the file, leaving the bitmap block whole and in use. */
+START_TEST(test_extent_on_group_bitmap_block_found_and_repaired)
+{
+	struct test_fs t;
+	uint32_t a = make_grouped_image(&t);
+	struct ordfs_super sb;
+	read_sb(&t, &sb);
+	extent_target = GROUP_BITMAP - 5; /* 20 blocks: over GROUP_BITMAP */
+	edit_inode(&t, a, extent_onto_target);
+	struct seen s = run_check(&t);
+	ck_assert_uint_ge(s.count[CHK_EXTENT_TREE] + s.count[CHK_BLOCK_RANGE], 1);
+
+	/* The daemon (on a copy: the image stays as the damage made it): the
+	 * file cannot be read, nor written over the bitmap block. */
+	struct test_fs copy = t;
+	ck_assert_int_eq(blockdev_mem_from(blockdev_mem_bytes(t.mem), t.mem->size, &copy.mem), 0);
+	ck_assert_int_eq(blockdev_record_create(copy.mem, false, &copy.rec), 0);
+	tfs_mount(&copy);
+	struct inode *f = tfs_open_file(&copy, "a");
+	uint8_t buf[1024];
+	memset(buf, 'y', sizeof(buf));
+	ck_assert_int_eq(ordfs_read(copy.fs, f, buf, sizeof(buf), 5 * 1024), -EUCLEAN);
+	ck_assert_int_lt(ordfs_write(copy.fs, f, buf, sizeof(buf), 5 * 1024), 0);
+	inode_put(copy.fs, f);
+	(void)ordfs_unmount(copy.fs);
+	ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 2, block_ptr(&copy, &sb, GROUP_BITMAP)), 0);
+	tfs_free(&copy);
+
+	repair_clean(&t);
+	const uint8_t *blk = block_ptr(&t, &sb, GROUP_BITMAP);
+	ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 2, blk), 0);
+	tfs_mount(&t);
+	f = tfs_open_file(&t, "a");
+	ck_assert_uint_eq(f->d.size, 0);
+	inode_put(t.fs, f);
+	ck_assert(alloc_block_in_use(t.fs->alloc, GROUP_BITMAP));
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+static void xattr_onto_group_bitmap(struct ordfs_inode *d)
+{
+	d->xattr_block = GROUP_BITMAP;
+}
+
+/* An xattr block on a group bitmap block is outside the data area, as
+ * one on the area's would be (not a block claimed twice: no inode claimed
+ * it); repair drops the attributes and keeps the file and the bitmap. */
+START_TEST(test_xattr_on_group_bitmap_block_out_of_range)
+{
+	struct test_fs t;
+	uint32_t a = make_grouped_image(&t);
+	struct ordfs_super sb;
+	read_sb(&t, &sb);
+	edit_inode(&t, a, xattr_onto_group_bitmap);
+	struct seen s = run_check(&t);
+	ck_assert_uint_eq(s.count[CHK_BLOCK_RANGE], 1);
+	ck_assert_uint_eq(s.count[CHK_BLOCK_DUP], 0);
+	repair_clean(&t);
+	ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 2, block_ptr(&t, &sb, GROUP_BITMAP)), 0);
+	tfs_mount(&t);
+	struct inode *f = tfs_open_file(&t, "a");
+	ck_assert_uint_eq(f->d.xattr_block, 0);
+	ck_assert_uint_eq(f->d.size, 20 * 1024);
+	inode_put(t.fs, f);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
+/* The geometry of a grouped image, as the mount and the checker see it:
+ * without the flag its one bitmap block is too few; a backup superblock
+ * on a group bitmap block is refused. */
+START_TEST(test_grouped_geometry_refused)
+{
+	struct test_fs t;
+	make_grouped_image(&t);
+	struct ordfs_super sb, bad;
+	read_sb(&t, &sb);
+	bad = sb;
+	bad.feature_incompat &= ~ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
+	ordfs_super_encode(&bad, block_ptr(&t, &sb, 0));
+	ck_assert_int_eq(mount_copy(&t), -EUCLEAN);
+	ck_assert_uint_eq(run_check(&t).count[CHK_SUPER], 1);
+	bad = sb;
+	bad.block_count = 3 * GROUPS_PER + 1; /* last block: group 3's bitmap block */
+	ordfs_super_encode(&bad, block_ptr(&t, &sb, 0));
+	ck_assert_int_eq(mount_copy(&t), -EUCLEAN);
+	ck_assert_uint_eq(run_check(&t).count[CHK_SUPER], 1);
+	ordfs_super_encode(&sb, block_ptr(&t, &sb, 0));
+	ck_assert_int_eq(mount_copy(&t), 0);
+	ck_assert_int_eq(tfs_check_image(&t), 0);
+	tfs_free(&t);
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
 	Suite *s = suite_create("check");
@@ -213,6 +440,11 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_finds_inode_bitmap_mismatch);
 	tcase_add_test(tc, test_finds_corrupt_inode_and_summary);
 	tcase_add_test(tc, test_finds_dirty_journal);
+	tcase_add_test(tc, test_repair_of_unmountable_image_does_nothing);
+	tcase_add_test(tc, test_group_bitmap_block_damage_found_and_repaired);
+	tcase_add_test(tc, test_extent_on_group_bitmap_block_found_and_repaired);
+	tcase_add_test(tc, test_xattr_on_group_bitmap_block_out_of_range);
+	tcase_add_test(tc, test_grouped_geometry_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

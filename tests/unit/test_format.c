@@ -255,6 +255,135 @@ START_TEST(test_name_hash_spreads)
 }
 END_TEST
 
+/* sample_super's areas laid out again with a block bitmap of bbb blocks
+ * and a journal of jblocks. */
+static void relayout(struct ordfs_super *sb, uint32_t bbb, uint32_t jblocks)
+{
+	sb->journal_blocks = jblocks;
+	sb->block_bitmap_start = 1 + jblocks;
+	sb->block_bitmap_blocks = bbb;
+	sb->inode_bitmap_start = sb->block_bitmap_start + bbb;
+	sb->inode_table_start = sb->inode_bitmap_start + sb->inode_bitmap_blocks;
+	sb->data_start = sb->inode_table_start + sb->inode_table_blocks;
+}
+
+static const char *geometry_why(const struct ordfs_super *sb)
+{
+	const char *why = NULL;
+	return ordfs_super_check_geometry(sb, &why) == 0 ? "ok" : why;
+}
+
+/* Where each group's bitmap block is, and what the geometry allows with
+ * and without INCOMPAT_GROUP_BITMAPS. */
+START_TEST(test_group_bitmaps_geometry_and_lookup)
+{
+	const uint64_t per = ordfs_bits_per_bitmap_block(4096); /* 32576 */
+	struct ordfs_super sb;
+	sample_super(&sb);
+	ck_assert_str_eq(geometry_why(&sb), "ok");
+	ck_assert_uint_eq(ordfs_block_groups(&sb), 1);
+	ck_assert_uint_eq(ordfs_block_bitmap_block(&sb, 0), 257);
+	ck_assert(!ordfs_is_group_bitmap_block(&sb, 0));
+	ck_assert(!ordfs_range_has_group_bitmap(&sb, sb.data_start, 100));
+
+	/* Grown past the area's one block: four groups. */
+	sb.block_count = 3 * per + 10;
+	/* Without the flag, one bitmap block is too few. */
+	ck_assert_str_eq(geometry_why(&sb), "block bitmap size does not match block count");
+	sb.feature_incompat = ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
+	ck_assert_str_eq(geometry_why(&sb), "ok");
+	ck_assert_uint_eq(ordfs_block_groups(&sb), 4);
+	ck_assert_uint_eq(ordfs_block_bitmap_block(&sb, 0), 257);
+	ck_assert_uint_eq(ordfs_block_bitmap_block(&sb, 1), per);
+	ck_assert_uint_eq(ordfs_block_bitmap_block(&sb, 3), 3 * per);
+	ck_assert(!ordfs_is_group_bitmap_block(&sb, 0));   /* group 0: in the area */
+	ck_assert(!ordfs_is_group_bitmap_block(&sb, 257)); /* the area's block */
+	ck_assert(ordfs_is_group_bitmap_block(&sb, per));
+	ck_assert(ordfs_is_group_bitmap_block(&sb, 3 * per));
+	ck_assert(!ordfs_is_group_bitmap_block(&sb, per + 1));
+	ck_assert(!ordfs_is_group_bitmap_block(&sb, 4 * per)); /* past the end */
+	ck_assert(!ordfs_range_has_group_bitmap(&sb, per - 5, 5));
+	ck_assert(ordfs_range_has_group_bitmap(&sb, per - 5, 6));
+	ck_assert(ordfs_range_has_group_bitmap(&sb, per, 1));
+	ck_assert(!ordfs_range_has_group_bitmap(&sb, per + 1, per - 1));
+	ck_assert(ordfs_range_has_group_bitmap(&sb, per + 1, per));
+	ck_assert(ordfs_range_has_group_bitmap(&sb, sb.data_start, 3 * per));
+	ck_assert(!ordfs_range_has_group_bitmap(&sb, 3 * per + 1, 8));
+	ck_assert(!ordfs_range_has_group_bitmap(&sb, per, 0));
+
+	/* The backup superblock (the last block) on a group bitmap block: a
+	 * group of one block is refused; one of two blocks is not. */
+	sb.block_count = 3 * per + 1;
+	ck_assert_str_eq(geometry_why(&sb), "the backup superblock falls on a group bitmap block");
+	sb.block_count = 3 * per + 2;
+	ck_assert_str_eq(geometry_why(&sb), "ok");
+	/* ... but one ending a group in the area is an ordinary last block. */
+	sb.block_count = per + 1;
+	relayout(&sb, 2, sb.journal_blocks);
+	ck_assert_str_eq(geometry_why(&sb), "ok");
+	ck_assert_uint_eq(ordfs_block_groups(&sb), 2);
+	ck_assert(!ordfs_is_group_bitmap_block(&sb, per));
+
+	/* With the flag, the area may not be larger than the groups ... */
+	sample_super(&sb);
+	sb.feature_incompat = ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
+	ck_assert_str_eq(geometry_why(&sb), "ok"); /* (no group past the area) */
+	relayout(&sb, 2, sb.journal_blocks);
+	ck_assert_str_eq(geometry_why(&sb), "block bitmap size does not match block count");
+	/* ... nor leave metadata to a group past it (its bitmap block would
+	 * land in the journal), nor be empty. */
+	sample_super(&sb);
+	sb.feature_incompat = ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
+	sb.block_count = 3 * per;
+	relayout(&sb, 1, (uint32_t)per + 100);
+	ck_assert_str_eq(geometry_why(&sb), "block bitmap does not cover the metadata areas");
+	relayout(&sb, 2, (uint32_t)per + 100);
+	ck_assert_str_eq(geometry_why(&sb), "ok");
+	relayout(&sb, 0, 256);
+	ck_assert_str_eq(geometry_why(&sb), "block bitmap does not cover the metadata areas");
+	/* The flag is a known incompat feature: the superblock decodes. */
+	sample_super(&sb);
+	sb.feature_incompat = ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
+	sb.block_count = 2 * per + 7;
+	uint8_t raw[ORDFS_SB_SIZE];
+	struct ordfs_super out;
+	const char *why;
+	ordfs_super_encode(&sb, raw);
+	ck_assert_int_eq(ordfs_super_decode(raw, &out, &why), 0);
+	ck_assert_uint_eq(out.feature_incompat, ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS);
+}
+END_TEST
+
+/* A group bitmap block verifies with its header, checksum and own bit. */
+START_TEST(test_group_bitmap_block_verify)
+{
+	const uint64_t per = ordfs_bits_per_bitmap_block(4096);
+	struct ordfs_super sb;
+	sample_super(&sb);
+	sb.feature_incompat = ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
+	sb.block_count = 2 * per + 7;
+	uint8_t *blk = calloc(1, 4096);
+	ordfs_block_hdr_init(blk, ORDFS_BT_BLOCK_BITMAP, 0, 2 * per);
+	ordfs_bitmap_put(blk, 0, true);
+	ordfs_block_csum_set(blk, 4096, sb.csum_seed);
+	ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 2, blk), 0);
+	ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 1, blk), -EUCLEAN); /* blockno */
+	/* its own bit clear, checksum right: still refused */
+	ordfs_bitmap_put(blk, 0, false);
+	ordfs_block_csum_set(blk, 4096, sb.csum_seed);
+	ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 2, blk), -EUCLEAN);
+	ordfs_bitmap_put(blk, 0, true);
+	blk[1000] ^= 4; /* checksum */
+	ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 2, blk), -EUCLEAN);
+	/* An area block has no own bit to check (bit 0 is block 0's). */
+	memset(blk, 0, 4096);
+	ordfs_block_hdr_init(blk, ORDFS_BT_BLOCK_BITMAP, 0, 257);
+	ordfs_block_csum_set(blk, 4096, sb.csum_seed);
+	ck_assert_int_eq(ordfs_block_bitmap_verify(&sb, 0, blk), 0);
+	free(blk);
+}
+END_TEST
+
 static Suite *format_suite(void)
 {
 	Suite *s = suite_create("format");
@@ -267,6 +396,8 @@ static Suite *format_suite(void)
 	tcase_add_test(tc, test_block_header_verify);
 	tcase_add_test(tc, test_journal_blocks);
 	tcase_add_test(tc, test_name_hash_spreads);
+	tcase_add_test(tc, test_group_bitmaps_geometry_and_lookup);
+	tcase_add_test(tc, test_group_bitmap_block_verify);
 	suite_add_tcase(s, tc);
 	return s;
 }

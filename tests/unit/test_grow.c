@@ -16,6 +16,7 @@
 
 #include "helpers.h"
 #include "check/check.h"
+#include "extent/extent.h"
 #include "super/grow.h"
 #include "super/super.h"
 
@@ -223,6 +224,116 @@ START_TEST(test_grow_power_cut_at_every_write)
 }
 END_TEST
 
+/* Groups past the block bitmap area (INCOMPAT_GROUP_BITMAPS), as a grow
+ * past the area's slack will leave them, made by hand (tfs_add_groups):
+ * 1 KiB blocks, 8000 a group, a 4 MiB filesystem grown to three groups
+ * past its one-block area, the last 500 blocks long. */
+#define GROUPS_PER 8000u
+#define GROUPS_COUNT (3u * GROUPS_PER + 500u)
+
+/* The image mounts; a file takes every block delayed data may have (the
+ * groups past the area included, their bitmap blocks skipped), metadata
+ * allocations take the rest up to the last data block; the checker is
+ * clean before, full, and after everything is freed. */
+START_TEST(test_grouped_image_fills_and_frees)
+{
+	struct test_fs t;
+	tfs_setup_groups(&t, 4u << 20, 1024, GROUPS_COUNT);
+	tfs_unmount(&t);
+	struct check_result before = check_dev(t.mem);
+	ck_assert_uint_eq(before.problems, 0);
+	/* The grow does not make groups (yet): it refuses to grow this. */
+	struct ordfs_super sb, grown;
+	const char *why;
+	ck_assert_int_eq(ordfs_read_super(t.mem, false, &sb, &why), 0);
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, GROUPS_COUNT + 100, &grown, &why), -EFBIG);
+	tfs_mount(&t);
+	struct ordfs *fs = t.fs;
+	ck_assert_uint_eq(fs->sb.block_count, GROUPS_COUNT);
+	ck_assert_uint_eq(ordfs_block_groups(&fs->sb), 4);
+	ck_assert_uint_eq(fs->sb.block_bitmap_blocks, 1);
+	struct alloc_counts c0, c;
+	alloc_get_counts(fs->alloc, &c0);
+	/* every block but those in use, the group bitmap blocks among them */
+	ck_assert_uint_eq(c0.free_blocks, GROUPS_COUNT - before.blocks_used);
+
+	/* One file, all delayed data may take (a few blocks for its tree). */
+	uint64_t nblocks = c0.data_blocks - 16;
+	struct inode *f = tfs_create_file(&t, "big");
+	uint8_t *buf = malloc(1 << 20), *back = malloc(1 << 20);
+	for (uint64_t off = 0; off < nblocks * 1024; off += 1 << 20) {
+		size_t n = nblocks * 1024 - off < (1u << 20) ? (size_t)(nblocks * 1024 - off)
+							      : (1u << 20);
+		tfs_fill_pattern(buf, n, (uint32_t)(off >> 20));
+		ck_assert_int_eq(ordfs_write(fs, f, buf, n, off), (ssize_t)n);
+	}
+	ck_assert_int_eq(ordfs_fsync(fs, f, false), 0);
+	/* Its last blocks lie in a group past the area (the metadata reserve
+	 * is what is left, at the end). */
+	struct ordfs_extent e;
+	ck_assert_int_eq(extent_lookup(fs, f, nblocks - 1, &e), 1);
+	ck_assert_uint_ge(e.physical + (nblocks - 1 - e.logical), 2 * GROUPS_PER);
+
+	/* Metadata may take the reserve: up to the last data block. */
+	enum { MAX_RUNS = 32 };
+	uint64_t starts[MAX_RUNS];
+	uint32_t lens[MAX_RUNS];
+	int runs = 0;
+	for (;;) {
+		ck_assert_int_lt(runs, MAX_RUNS);
+		struct handle *h = tfs_start(&t, alloc_credits(fs->alloc, 4096));
+		int err = alloc_blocks(fs->alloc, h, 0, 4096, 0, &starts[runs], &lens[runs]);
+		tfs_stop(h);
+		if (err == -ENOSPC)
+			break;
+		ck_assert_int_eq(err, 0);
+		ck_assert(!ordfs_range_has_group_bitmap(&fs->sb, starts[runs], lens[runs]));
+		runs++;
+	}
+	ck_assert(alloc_block_in_use(fs->alloc, GROUPS_COUNT - 2));
+	alloc_get_counts(fs->alloc, &c);
+	ck_assert_uint_eq(c.free_blocks, 0);
+	for (int i = 0; i < runs; i++) { /* no file owns them */
+		struct handle *h = tfs_start(&t, alloc_credits(fs->alloc, lens[i]));
+		ck_assert_int_eq(alloc_free_blocks(fs->alloc, h, starts[i], lens[i], 0), 0);
+		tfs_stop(h);
+	}
+	inode_put(fs, f);
+	tfs_unmount(&t);
+	/* Full, and clean. */
+	struct check_result full = check_dev(t.mem);
+	ck_assert_uint_eq(full.problems, 0);
+	ck_assert_uint_ge(full.blocks_used, before.blocks_used + nblocks);
+
+	/* Read back after a mount, then freed. */
+	tfs_mount(&t);
+	fs = t.fs;
+	f = tfs_open_file(&t, "big");
+	for (uint64_t off = 0; off < nblocks * 1024; off += 1 << 20) {
+		size_t n = nblocks * 1024 - off < (1u << 20) ? (size_t)(nblocks * 1024 - off)
+							      : (1u << 20);
+		tfs_fill_pattern(buf, n, (uint32_t)(off >> 20));
+		ck_assert_int_eq(ordfs_read(fs, f, back, n, off), (ssize_t)n);
+		ck_assert_msg(memcmp(buf, back, n) == 0, "data differs at %llu",
+			      (unsigned long long)off);
+	}
+	inode_put(fs, f);
+	struct inode *root = tfs_root(&t);
+	ck_assert_int_eq(ordfs_unlink(fs, root, "big"), 0);
+	inode_put(fs, root);
+	ck_assert_int_eq(journal_force_commit(fs->journal), 0);
+	alloc_get_counts(fs->alloc, &c);
+	ck_assert_uint_eq(c.free_blocks, c0.free_blocks);
+	tfs_unmount(&t);
+	struct check_result after = check_dev(t.mem);
+	ck_assert_uint_eq(after.problems, 0);
+	ck_assert_uint_eq(after.blocks_used, before.blocks_used);
+	free(buf);
+	free(back);
+	tfs_free(&t);
+}
+END_TEST
+
 static Suite *grow_suite(void)
 {
 	Suite *s = suite_create("grow");
@@ -231,6 +342,7 @@ static Suite *grow_suite(void)
 	tcase_add_test(tc, test_offline_grow_is_clean_and_usable);
 	tcase_add_test(tc, test_grow_cut_at_every_write);
 	tcase_add_test(tc, test_grow_power_cut_at_every_write);
+	tcase_add_test(tc, test_grouped_image_fills_and_frees);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -503,12 +503,14 @@ static int damage_mark_free(struct job *j, const struct targets *t, bool inodes)
 		return -ENOENT;
 	uint64_t item = t->v[below(&j->rng, t->n)];
 	uint64_t bit = inodes ? item - 1 : item;
-	uint64_t area = inodes ? j->sb.inode_bitmap_start : j->sb.block_bitmap_start;
+	uint64_t index = bit / ordfs_bits_per_bitmap_block(j->bs);
 	snprintf(j->what, j->what_len, "%s: %s %llu marked free",
 		 inodes ? "ibitmap-free" : "bitmap-free", inodes ? "inode" : "block",
 		 (unsigned long long)item);
 	j->target = bit;
-	return rewrite_block(j, area + bit / ordfs_bits_per_bitmap_block(j->bs), clear_bit);
+	return rewrite_block(j, inodes ? j->sb.inode_bitmap_start + index
+				      : ordfs_block_bitmap_block(&j->sb, index),
+			     clear_bit);
 }
 
 /* Log blocks of the transactions in the journal (empty log: none). */
@@ -557,6 +559,9 @@ static int metadata_targets(struct job *j, const struct found *f, struct targets
 		err = push(t, f->dir_blocks.v[i]);
 	for (size_t i = 0; i < f->extent_blocks.n && !err; i++)
 		err = push(t, f->extent_blocks.v[i]);
+	/* last, so that an image without them picks as it always did */
+	for (uint64_t g = j->sb.block_bitmap_blocks; g < ordfs_block_groups(&j->sb) && !err; g++)
+		err = push(t, ordfs_block_bitmap_block(&j->sb, g));
 	return err;
 }
 
@@ -589,8 +594,15 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		return err;
 	}
 	if (kind == CORRUPT_BITMAP_BITS) {
+		/* The two areas, then the group bitmap blocks past the block
+		 * bitmap's area (numbered after them, so that an image without
+		 * them picks as it always did). */
 		uint64_t nbitmap = j.sb.inode_table_start - j.sb.block_bitmap_start;
-		uint64_t b = j.sb.block_bitmap_start + below(&j.rng, nbitmap);
+		uint64_t pick = below(&j.rng, nbitmap + ordfs_block_groups(&j.sb) -
+						   j.sb.block_bitmap_blocks);
+		uint64_t b = pick < nbitmap ? j.sb.block_bitmap_start + pick
+					    : ordfs_block_bitmap_block(&j.sb, j.sb.block_bitmap_blocks +
+										      pick - nbitmap);
 		snprintf(j.what, j.what_len, "bitmap-bits: block %llu", (unsigned long long)b);
 		return rewrite_block(&j, b, change_bits);
 	}

@@ -31,7 +31,8 @@ enum corrupt_kind {
 	CORRUPT_DIR_CSUM,        /* bytes of a directory block, checksum recomputed */
 	CORRUPT_EXTENT_CSUM,     /* bytes of an extent-tree block, checksum recomputed */
 	CORRUPT_BITMAP_FREE,     /* a used block marked free, checksum recomputed */
-	CORRUPT_BITMAP_BITS,     /* bits of a bitmap block (checksum fails) */
+	CORRUPT_BITMAP_BITS,     /* bits of a bitmap block, a group bitmap block
+				    past the area among them (checksum fails) */
 	CORRUPT_JOURNAL_BITS,    /* bits of a journal block in use (commit, tags) */
 	CORRUPT_JOURNAL_CSUM,    /* a journal block in use, checksum recomputed */
 	CORRUPT_ANY_METADATA,    /* bits of any metadata block */

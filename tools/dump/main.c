@@ -330,11 +330,10 @@ static int show_areas(struct dump *d)
 
 	/* Data blocks are [data_start, block_count - 1); inode i is bit i - 1,
 	 * and inode 1 (bit 0) is reserved, so count bits [1, inode_count). */
-	int err = bitmap_count(d->bd, sb, sb->block_bitmap_start, sb->block_bitmap_blocks,
-			       ORDFS_BT_BLOCK_BITMAP, sb->data_start, sb->block_count - 1, &blocks);
+	int err = bitmap_count(d->bd, sb, ORDFS_BT_BLOCK_BITMAP, sb->data_start,
+			       sb->block_count - 1, &blocks);
 	if (!err)
-		err = bitmap_count(d->bd, sb, sb->inode_bitmap_start, sb->inode_bitmap_blocks,
-				   ORDFS_BT_INODE_BITMAP, 1, sb->inode_count, &inodes);
+		err = bitmap_count(d->bd, sb, ORDFS_BT_INODE_BITMAP, 1, sb->inode_count, &inodes);
 	if (err) {
 		fprintf(stderr, PROG ": %s: cannot read the bitmaps: %s\n", d->o->image,
 			strerror(-err));
@@ -342,7 +341,12 @@ static int show_areas(struct dump *d)
 		return err;
 	}
 
-	uint64_t data_blocks = sb->block_count - 1 - sb->data_start;
+	/* Groups past the block bitmap area (group_bitmaps) have their bitmap
+	 * block in their first block, inside the data area. */
+	uint64_t per = ordfs_bits_per_bitmap_block(ordfs_block_size(sb));
+	uint64_t groups = ordfs_block_groups(sb);
+	uint64_t group_bitmaps = groups - sb->block_bitmap_blocks;
+	uint64_t data_blocks = sb->block_count - 1 - sb->data_start - group_bitmaps;
 	printf("\nArea use%s:\n", d->in_use     ? " (mounted: may be stale)"
 				   : d->log_live ? " (as on disk, before journal replay)"
 						 : "");
@@ -351,16 +355,38 @@ static int show_areas(struct dump *d)
 	show_area_row("superblocks", 2, where);
 	show_span_row("journal", sb->journal_start, sb->journal_blocks);
 	show_span_row("block bitmap", sb->block_bitmap_start, sb->block_bitmap_blocks);
+	if (group_bitmaps) {
+		uint64_t first = ordfs_block_bitmap_block(sb, sb->block_bitmap_blocks);
+		uint64_t last = ordfs_block_bitmap_block(sb, groups - 1);
+		if (group_bitmaps == 1)
+			snprintf(where, sizeof(where), "block %" PRIu64, first);
+		else
+			snprintf(where, sizeof(where),
+				 "blocks %" PRIu64 "..%" PRIu64 ", every %" PRIu64 "th", first,
+				 last, per);
+		show_area_row("group bitmaps", group_bitmaps, where);
+	}
 	show_span_row("inode bitmap", sb->inode_bitmap_start, sb->inode_bitmap_blocks);
 	show_span_row("inode table", sb->inode_table_start, sb->inode_table_blocks);
-	show_span_row("data", sb->data_start, data_blocks);
+	if (group_bitmaps) {
+		snprintf(where, sizeof(where),
+			 "blocks %" PRIu64 "..%" PRIu64 " but the group bitmaps", sb->data_start,
+			 sb->block_count - 2);
+		show_area_row("data", data_blocks, where);
+	} else {
+		show_span_row("data", sb->data_start, data_blocks);
+	}
 
 	printf("\n");
-	printf(SHOW_LINE_FMT "%" PRIu64 "\n", "Data blocks used:", blocks.set);
+	/* The group bitmap blocks' bits are set in the data area's range:
+	 * metadata, not data in use. */
+	printf(SHOW_LINE_FMT "%" PRIu64 "\n", "Data blocks used:",
+	       blocks.set - blocks.group_bitmaps);
 	printf(SHOW_LINE_FMT "%" PRIu64 "\n", "Data blocks free:", blocks.clear);
 	report_bad_bitmap(d, "block", &blocks);
 	/* What fsck.ordfs calls "blocks in use": every block outside the data
-	 * area (superblocks, journal, bitmaps, inode table) plus data in use. */
+	 * area (superblocks, journal, bitmaps, inode table) plus data in use
+	 * and the group bitmap blocks (set in the bitmap). */
 	uint64_t in_use = sb->data_start + 1 + blocks.set;
 	printf(SHOW_LINE_FMT "%" PRIu64 " of %" PRIu64 "\n", "Blocks in use:", in_use,
 	       sb->block_count);

@@ -57,7 +57,12 @@ static void show_features(FILE *out, const struct ordfs_super *sb)
 		fprintf(out, "needs_recovery");
 		any = true;
 	}
-	uint32_t incompat = sb->feature_incompat & ~ORDFS_FEATURE_INCOMPAT_RECOVER;
+	if (sb->feature_incompat & ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS) {
+		fprintf(out, "%sgroup_bitmaps", any ? " " : "");
+		any = true;
+	}
+	uint32_t incompat = sb->feature_incompat & ~(ORDFS_FEATURE_INCOMPAT_RECOVER |
+						     ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS);
 	if (sb->feature_compat) {
 		fprintf(out, "%scompat 0x%" PRIx32, any ? " " : "", sb->feature_compat);
 		any = true;
@@ -160,6 +165,11 @@ void show_super(FILE *out, const struct ordfs_super *sb)
 	fprintf(out, SHOW_LINE_FMT "%" PRIu32 "\n", "Free inodes:", sb->free_inodes);
 	show_area(out, "Journal:", sb->journal_blocks, sb->journal_start);
 	show_area(out, "Block bitmap:", sb->block_bitmap_blocks, sb->block_bitmap_start);
+	uint64_t groups = ordfs_block_groups(sb);
+	if (groups > sb->block_bitmap_blocks) /* group_bitmaps: the others */
+		fprintf(out, SHOW_LINE_FMT "%" PRIu64 " (%" PRIu64 " with their bitmap block "
+			"in their first block)\n", "Block groups:", groups,
+			groups - sb->block_bitmap_blocks);
 	show_area(out, "Inode bitmap:", sb->inode_bitmap_blocks, sb->inode_bitmap_start);
 	show_area(out, "Inode table:", sb->inode_table_blocks, sb->inode_table_start);
 	fprintf(out, SHOW_LINE_FMT "%" PRIu64 "\n", "First data block:", sb->data_start);
