@@ -26,6 +26,7 @@
 #include "../journal/journal.h"
 #include "../base/ordfs_assert.h"
 #include "../lock/lock.h"
+#include "../super/grow.h"
 
 struct alloc {
 	struct bcache *cache;
@@ -666,23 +667,34 @@ int alloc_grow_mark(struct alloc *a, struct handle *h, uint64_t block_count)
 {
 	ordfs_mutex_lock(&a->lock);
 	ORDFS_ASSERT(block_count > a->block_count);
-	uint64_t first = a->block_count - 1;
-	int err = update_disk_bits(a, h, a->block_bitmap_start, ORDFS_BT_BLOCK_BITMAP, first,
-				   block_count - 1 - first, false);
+	/* Only the bitmap blocks there are now: new groups' blocks were
+	 * written whole (grow.c), with their bits as they must be. */
+	uint64_t first = a->block_count - 1, end = block_count - 1;
+	uint64_t existing = ordfs_grow_existing_bits(&a->sb);
+	if (end > existing)
+		end = existing;
+	int err = update_disk_bits(a, h, ORDFS_BT_BLOCK_BITMAP, first, end - first, false);
 	ordfs_mutex_unlock(&a->lock);
 	return err;
 }
 
-int alloc_grow(struct alloc *a, uint64_t block_count)
+int alloc_grow(struct alloc *a, const struct ordfs_super *grown)
 {
 	ordfs_mutex_lock(&a->lock);
+	uint64_t block_count = grown->block_count;
 	ORDFS_ASSERT(block_count > a->block_count);
+	ORDFS_ASSERT(grown->block_bitmap_blocks == a->sb.block_bitmap_blocks);
+	struct ordfs_super old_sb = a->sb;
 	uint64_t old_count = a->block_count, old_end = a->data_end;
-	/* The holes the block map learns of stop at block_count. */
+	/* The geometry the chunks find new groups' blocks by, and the holes
+	 * the block map learns of, reach the new end. */
+	a->sb.block_count = block_count;
+	a->sb.feature_incompat = grown->feature_incompat;
 	a->backing.block_count = block_count;
 	uint64_t added;
 	int err = chunks_grow(a->map, block_count, block_count - 1, &added);
 	if (err) {
+		a->sb = old_sb;
 		a->backing.block_count = old_count;
 	} else {
 		a->block_count = block_count;

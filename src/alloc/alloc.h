@@ -125,17 +125,19 @@ void alloc_get_counts(struct alloc *a, struct alloc_counts *out);
 void alloc_set_map_limit(struct alloc *a, size_t chunks);
 
 /* An online grow's change of the block bitmap, under h: the bits of
- * [old block_count - 1, block_count - 1) (the old backup superblock and
- * the blocks past the old end, all set now) are cleared.  The in-memory
+ * [old block_count - 1, block_count - 1) that the existing bitmap blocks
+ * hold (the old backup superblock and the blocks past the old end, all
+ * set now) are cleared; new groups' bitmap blocks are written whole
+ * beforehand (grow.h).  The in-memory
  * map does not change (alloc_grow does, after the commit).  -EUCLEAN
  * with nothing changed if a bit is not as expected. */
 int alloc_grow_mark(struct alloc *a, struct handle *h, uint64_t block_count);
 
-/* The filesystem grew to block_count blocks (an online grow whose
- * transaction has committed: the bitmap blocks hold the new bits).  The
- * added blocks become allocatable; the old backup superblock's block too.
- * -ENOMEM or an I/O error with nothing changed. */
-int alloc_grow(struct alloc *a, uint64_t block_count);
+/* The filesystem grew to grown (an online grow whose transaction has
+ * committed: the bitmap blocks, new groups' included, hold the new bits).
+ * The added blocks become allocatable; the old backup superblock's block
+ * too.  -ENOMEM or an I/O error with nothing changed. */
+int alloc_grow(struct alloc *a, const struct ordfs_super *grown);
 struct alloc_map_use {
 	size_t block_chunks_loaded, inode_chunks_loaded;
 	size_t bytes;

@@ -7,7 +7,8 @@
  *    writable.  The caller has made the device its new size
  *    (blockdev_refresh_size) before.
  *  - The same order as offline (grow.c): what lies past the old
- *    filesystem (the new backup superblock) is written and flushed first,
+ *    filesystem (the new groups' bitmap blocks, the new backup superblock)
+ *    is written and flushed first,
  *    where nothing reads it at the old size; then one handle changes the
  *    block bitmap and the superblock together, and its transaction is
  *    committed and checkpointed before this returns.  A crash before that
@@ -39,24 +40,28 @@
 #include "cache/bcache.h"
 #include "journal/journal.h"
 
-/* The grown superblock's 1024 bytes at the new last block, flushed. */
-static int write_new_backup(struct ordfs *fs, const struct ordfs_super *grown)
+/* Past the old end: the new groups' bitmap blocks and the grown
+ * superblock's 1024 bytes at the new last block, flushed. */
+static int write_past_old_end(struct ordfs *fs, const struct ordfs_super *now,
+			      const struct ordfs_super *grown)
 {
 	uint8_t raw[ORDFS_SB_SIZE];
 	ordfs_super_encode(grown, raw);
-	int err = blockdev_write(fs->bd, raw, sizeof(raw),
-				 (grown->block_count - 1) * (uint64_t)fs->block_size);
+	int err = ordfs_grow_write_group_bitmaps(fs->bd, now, grown);
+	if (!err)
+		err = blockdev_write(fs->bd, raw, sizeof(raw),
+				     (grown->block_count - 1) * (uint64_t)fs->block_size);
 	return err ? err : blockdev_flush(fs->bd);
 }
 
 /* The handle: the bitmap bits of the added blocks and block 0.  On
  * failure the in-memory superblock is as before. */
-static int grow_handle(struct ordfs *fs, const struct ordfs_super *grown)
+static int grow_handle(struct ordfs *fs, const struct ordfs_super *now,
+		       const struct ordfs_super *grown)
 {
 	struct handle *h;
 	uint64_t old_count = fs_block_count(fs);
-	uint32_t credits = alloc_credits(fs->alloc, (uint32_t)(grown->block_count - old_count)) + 2;
-	int err = journal_start(fs->journal, credits, &h);
+	int err = journal_start(fs->journal, ordfs_grow_bitmap_credits(now, grown) + 1, &h);
 	if (err)
 		return err;
 	err = alloc_grow_mark(fs->alloc, h, grown->block_count);
@@ -64,10 +69,13 @@ static int grow_handle(struct ordfs *fs, const struct ordfs_super *grown)
 		ordfs_mutex_lock(&fs->sb_lock);
 		struct ordfs_super before = fs->sb;
 		fs->sb.free_blocks = grown->free_blocks;
+		fs->sb.feature_incompat |= grown->feature_incompat &
+					   ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
 		__atomic_store_n(&fs->sb.block_count, grown->block_count, __ATOMIC_RELEASE);
 		err = ordfs_write_super_journaled(fs, h);
 		if (err) {
 			fs->sb.free_blocks = before.free_blocks;
+			fs->sb.feature_incompat = before.feature_incompat;
 			__atomic_store_n(&fs->sb.block_count, old_count, __ATOMIC_RELEASE);
 		}
 		ordfs_mutex_unlock(&fs->sb_lock);
@@ -102,15 +110,15 @@ int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
 	err = ordfs_grow_geometry(&now, new_count, &grown, why);
 	if (err)
 		goto out;
-	if (blockdev_size(fs->bd) / fs->block_size < new_count) {
+	if (blockdev_size(fs->bd) / fs->block_size < grown.block_count) {
 		*why = "the device is smaller than the new size";
 		err = -EINVAL;
 		goto out;
 	}
-	bcache_grow(fs->cache, new_count);
-	err = write_new_backup(fs, &grown);
+	bcache_grow(fs->cache, grown.block_count);
+	err = write_past_old_end(fs, &now, &grown);
 	if (!err)
-		err = grow_handle(fs, &grown);
+		err = grow_handle(fs, &now, &grown);
 	/* Committed and checkpointed, block 0 home with the new count, before
 	 * anything can log a block past the old end: recovery judges every
 	 * logged block against the count in block 0 on the image, and would
@@ -123,7 +131,7 @@ int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
 		goto out;
 	}
 	/* Committed: the space is the allocator's now. */
-	err = alloc_grow(fs->alloc, new_count);
+	err = alloc_grow(fs->alloc, &grown);
 	if (err)
 		*why = "the filesystem grew on disk, but its new space is usable only after the "
 		       "next mount (no memory for the block map)";

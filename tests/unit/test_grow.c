@@ -40,11 +40,21 @@ static struct check_result check_dev(struct blockdev *bd)
 	return res;
 }
 
-/* A clean OLD_SIZE image with a few files, copied into a NEW_SIZE device. */
-static uint8_t *make_image(void)
+/* A grow's sizes: within the bitmap area's block (4 KiB blocks), or past
+ * it, into two new groups (1 KiB blocks, 8000 blocks a group: 4096 blocks
+ * grow to 20480, groups 1 and 2 added). */
+struct grow_case {
+	uint32_t bs;
+	uint64_t old_size, new_size;
+};
+static const struct grow_case within = { 4096, OLD_SIZE, NEW_SIZE };
+static const struct grow_case past = { 1024, 4u << 20, 20u << 20 };
+
+/* A clean old_size image with a few files, copied into a new_size device. */
+static uint8_t *make_image_of(const struct grow_case *gc)
 {
 	struct test_fs t;
-	tfs_setup(&t, OLD_SIZE, 4096, 0);
+	tfs_setup(&t, gc->old_size, gc->bs, 0);
 	struct inode *root = tfs_root(&t);
 	for (int i = 0; i < 5; i++) {
 		char name[16];
@@ -58,11 +68,16 @@ static uint8_t *make_image(void)
 	}
 	inode_put(t.fs, root);
 	tfs_unmount(&t);
-	uint8_t *img = calloc(1, NEW_SIZE);
+	uint8_t *img = calloc(1, gc->new_size);
 	ck_assert_ptr_nonnull(img);
-	memcpy(img, blockdev_mem_bytes(t.mem), OLD_SIZE);
+	memcpy(img, blockdev_mem_bytes(t.mem), gc->old_size);
 	tfs_free(&t);
 	return img;
+}
+
+static uint8_t *make_image(void)
+{
+	return make_image_of(&within);
 }
 
 START_TEST(test_geometry_grows_within_the_bitmap)
@@ -74,43 +89,64 @@ START_TEST(test_geometry_grows_within_the_bitmap)
 	const char *why;
 	ck_assert_int_eq(ordfs_read_super(bd, false, &sb, &why), 0);
 	ck_assert_uint_eq(sb.block_count, OLD_SIZE / 4096);
-	ck_assert_uint_eq(ordfs_grow_max_blocks(&sb), (4096u - 24) * 8);
+	ck_assert_uint_eq(ordfs_grow_max_blocks(&sb), 1ull << 48);
 	ck_assert_int_eq(ordfs_grow_geometry(&sb, NEW_SIZE / 4096, &grown, &why), 0);
 	ck_assert_uint_eq(grown.block_count, NEW_SIZE / 4096);
 	ck_assert_uint_eq(grown.free_blocks, sb.free_blocks + (NEW_SIZE - OLD_SIZE) / 4096);
 	ck_assert_uint_eq(grown.data_start, sb.data_start);
 	ck_assert_uint_eq(grown.inode_count, sb.inode_count);
-	/* refused: smaller, equal, past the bitmap, past the format */
+	ck_assert(!(grown.feature_incompat & ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS));
+	/* refused: smaller, equal, past the format */
 	ck_assert_int_eq(ordfs_grow_geometry(&sb, sb.block_count - 1, &grown, &why), -EINVAL);
 	ck_assert_int_eq(ordfs_grow_geometry(&sb, sb.block_count, &grown, &why), -EINVAL);
-	ck_assert_int_eq(ordfs_grow_geometry(&sb, (4096u - 24) * 8 + 1, &grown, &why), -EFBIG);
 	ck_assert_int_eq(ordfs_grow_geometry(&sb, (1ull << 48) + 1, &grown, &why), -EFBIG);
-	ck_assert_int_eq(ordfs_grow_geometry(&sb, (4096u - 24) * 8, &grown, &why), 0);
+	/* to the area's last bit: no group */
+	uint64_t per = (4096u - 24) * 8;
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, per, &grown, &why), 0);
+	ck_assert(!(grown.feature_incompat & ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS));
+	/* past it: groups with the feature, their bitmap blocks not free */
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, 3 * per + 10, &grown, &why), 0);
+	ck_assert(grown.feature_incompat & ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS);
+	ck_assert_uint_eq(grown.block_count, 3 * per + 10);
+	ck_assert_uint_eq(grown.free_blocks, sb.free_blocks + (3 * per + 10 - sb.block_count) - 3);
+	uint64_t first, end;
+	ordfs_grow_new_groups(&sb, &grown, &first, &end);
+	ck_assert_uint_eq(first, 1);
+	ck_assert_uint_eq(end, 4);
+	/* a last group of one block (its bitmap block) is left out */
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, 2 * per + 1, &grown, &why), 0);
+	ck_assert_uint_eq(grown.block_count, 2 * per);
+	ck_assert_uint_eq(ordfs_block_groups(&grown), 2);
 	blockdev_destroy(bd);
 	free(img);
 }
 END_TEST
 
-START_TEST(test_offline_grow_is_clean_and_usable)
+static void offline_grow_is_clean_and_usable(const struct grow_case *gc)
 {
-	uint8_t *img = make_image();
+	uint8_t *img = make_image_of(gc);
 	struct blockdev *bd;
-	ck_assert_int_eq(blockdev_mem_from(img, NEW_SIZE, &bd), 0);
+	ck_assert_int_eq(blockdev_mem_from(img, gc->new_size, &bd), 0);
 	struct ordfs_super sb, grown, after;
 	const char *why;
 	ck_assert_int_eq(ordfs_read_super(bd, false, &sb, &why), 0);
 	struct check_result before = check_dev(bd);
-	ck_assert_int_eq(ordfs_grow_geometry(&sb, NEW_SIZE / 4096, &grown, &why), 0);
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, gc->new_size / gc->bs, &grown, &why), 0);
 	ck_assert_int_eq(ordfs_grow_offline(bd, &sb, &grown), 0);
 	ck_assert_int_eq(ordfs_read_super(bd, false, &after, &why), 0);
-	ck_assert_uint_eq(after.block_count, NEW_SIZE / 4096);
+	ck_assert_uint_eq(after.block_count, gc->new_size / gc->bs);
 	ck_assert(after.state & ORDFS_STATE_CLEAN);
 	ck_assert_int_eq(ordfs_read_super(bd, true, &after, &why), 0); /* the new backup */
-	ck_assert_uint_eq(after.block_count, NEW_SIZE / 4096);
+	ck_assert_uint_eq(after.block_count, gc->new_size / gc->bs);
 	struct check_result res = check_dev(bd);
 	ck_assert_uint_eq(res.problems, 0);
 	ck_assert_uint_eq(res.inodes_used, before.inodes_used);
-	ck_assert_uint_eq(res.blocks_used, before.blocks_used);
+	/* the same blocks in use, and the new groups' bitmap blocks */
+	uint64_t first, end;
+	ordfs_grow_new_groups(&sb, &grown, &first, &end);
+	ck_assert_uint_eq(res.blocks_used, before.blocks_used + (end - first));
+	ck_assert_uint_eq(!!(after.feature_incompat & ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS),
+			  end > first);
 
 	/* Mounted, the new blocks are free: allocating every free block ends
 	 * at the new last data block. */
@@ -120,10 +156,11 @@ START_TEST(test_offline_grow_is_clean_and_usable)
 	ck_assert_int_eq(ordfs_mount(bd, &opts, &fs, &why), 0);
 	struct alloc_counts counts;
 	alloc_get_counts(fs->alloc, &counts);
-	ck_assert_uint_eq(counts.free_blocks, NEW_SIZE / 4096 - before.blocks_used);
+	ck_assert_uint_eq(counts.free_blocks,
+			  gc->new_size / gc->bs - before.blocks_used - (end - first));
 	/* nearly all of it in one file: more than the old size could hold */
-	uint64_t len = (counts.data_blocks - 16) * 4096ull;
-	ck_assert_uint_gt(len, OLD_SIZE);
+	uint64_t len = (counts.data_blocks - 16) * (uint64_t)gc->bs;
+	ck_assert_uint_gt(len, gc->old_size);
 	struct inode *root = NULL, *ip;
 	ck_assert_int_eq(inode_get(fs, ORDFS_ROOT_INO, &root), 0);
 	ck_assert_int_eq(ordfs_create(fs, root, "big", 0644, &root_cred, &ip), 0);
@@ -134,6 +171,13 @@ START_TEST(test_offline_grow_is_clean_and_usable)
 		ck_assert_int_eq(ordfs_write(fs, ip, buf, n, off), (ssize_t)n);
 	}
 	free(buf);
+	ck_assert_int_eq(ordfs_fsync(fs, ip, false), 0);
+	/* and its last blocks lie in the last group */
+	struct ordfs_extent e;
+	uint64_t last = len / gc->bs - 1;
+	ck_assert_int_eq(extent_lookup(fs, ip, last, &e), 1);
+	uint32_t per = ordfs_bits_per_bitmap_block(gc->bs);
+	ck_assert_uint_ge(e.physical + (last - e.logical), (ordfs_block_groups(&after) - 1) * per);
 	inode_put(fs, ip);
 	inode_put(fs, root);
 	ck_assert_int_eq(ordfs_unmount(fs), 0);
@@ -141,19 +185,30 @@ START_TEST(test_offline_grow_is_clean_and_usable)
 	blockdev_destroy(bd);
 	free(img);
 }
+
+START_TEST(test_offline_grow_is_clean_and_usable)
+{
+	offline_grow_is_clean_and_usable(&within);
+}
+END_TEST
+
+START_TEST(test_offline_grow_past_the_bitmap)
+{
+	offline_grow_is_clean_and_usable(&past);
+}
 END_TEST
 
 /* A cut at every write of the grow: the writes from the nth on fail (and
  * write nothing); with power_cut, the writes since the last flush are lost
  * too, as a power cut loses a disk cache.  The image left must check clean
  * at the old or the new size, with the same inodes and blocks in use. */
-static void cut_at_every_write(bool power_cut)
+static void cut_at_every_write(const struct grow_case *gc, bool power_cut)
 {
-	uint8_t *img = make_image();
+	uint8_t *img = make_image_of(gc);
 	unsigned cuts = 0, old_seen = 0, new_seen = 0;
 	for (uint64_t nth = 1;; nth++) {
 		struct blockdev *mem, *rec;
-		ck_assert_int_eq(blockdev_mem_from(img, NEW_SIZE, &mem), 0);
+		ck_assert_int_eq(blockdev_mem_from(img, gc->new_size, &mem), 0);
 		struct ordfs_super sb, grown, after;
 		const char *why;
 		ck_assert_int_eq(ordfs_read_super(mem, false, &sb, &why), 0);
@@ -162,7 +217,9 @@ static void cut_at_every_write(bool power_cut)
 		blockdev_record_drop_unflushed(rec, power_cut);
 		struct blockdev_fault f = { .nth = nth, .err = -EIO, .persistent = true };
 		blockdev_record_fault(rec, BD_EV_WRITE, &f);
-		ck_assert_int_eq(ordfs_grow_geometry(&sb, NEW_SIZE / 4096, &grown, &why), 0);
+		ck_assert_int_eq(ordfs_grow_geometry(&sb, gc->new_size / gc->bs, &grown, &why), 0);
+		uint64_t first_group, end_group;
+		ordfs_grow_new_groups(&sb, &grown, &first_group, &end_group);
 		int err = ordfs_grow_offline(rec, &sb, &grown);
 		bool fired = blockdev_record_faults_fired(rec) > 0;
 		if (power_cut)
@@ -175,7 +232,8 @@ static void cut_at_every_write(bool power_cut)
 		if (need > 0) {
 			struct journal_recovery_info info;
 			ck_assert_int_eq(journal_recover(mem, &after, 0, &info), 0);
-			ck_assert_int_eq(ordfs_read_super(mem, false, &after, &why), 0);
+			int rr = ordfs_read_super(mem, false, &after, &why);
+			ck_assert_msg(rr == 0, "after replay: %s", why);
 		}
 		ck_assert(after.block_count == sb.block_count ||
 			  after.block_count == grown.block_count);
@@ -187,7 +245,11 @@ static void cut_at_every_write(bool power_cut)
 		ck_assert_msg(res.problems == 0, "cut at write %llu: %u problems",
 			      (unsigned long long)nth, res.problems);
 		ck_assert_uint_eq(res.inodes_used, before.inodes_used);
-		ck_assert_uint_eq(res.blocks_used, before.blocks_used);
+		/* the same blocks, and at the new size the new groups' bitmaps */
+		ck_assert_uint_eq(res.blocks_used,
+				  before.blocks_used + (after.block_count == grown.block_count
+								? end_group - first_group
+								: 0));
 		/* and it mounts, at that size */
 		struct ordfs *fs;
 		struct ordfs_options opts;
@@ -214,13 +276,25 @@ static void cut_at_every_write(bool power_cut)
 
 START_TEST(test_grow_cut_at_every_write)
 {
-	cut_at_every_write(false);
+	cut_at_every_write(&within, false);
 }
 END_TEST
 
 START_TEST(test_grow_power_cut_at_every_write)
 {
-	cut_at_every_write(true);
+	cut_at_every_write(&within, true);
+}
+END_TEST
+
+START_TEST(test_grow_past_the_bitmap_cut_at_every_write)
+{
+	cut_at_every_write(&past, false);
+}
+END_TEST
+
+START_TEST(test_grow_past_the_bitmap_power_cut_at_every_write)
+{
+	cut_at_every_write(&past, true);
 }
 END_TEST
 
@@ -242,11 +316,15 @@ START_TEST(test_grouped_image_fills_and_frees)
 	tfs_unmount(&t);
 	struct check_result before = check_dev(t.mem);
 	ck_assert_uint_eq(before.problems, 0);
-	/* The grow does not make groups (yet): it refuses to grow this. */
+	/* A grow of it within its last group adds no group bitmap block. */
 	struct ordfs_super sb, grown;
 	const char *why;
 	ck_assert_int_eq(ordfs_read_super(t.mem, false, &sb, &why), 0);
-	ck_assert_int_eq(ordfs_grow_geometry(&sb, GROUPS_COUNT + 100, &grown, &why), -EFBIG);
+	ck_assert_int_eq(ordfs_grow_geometry(&sb, GROUPS_COUNT + 100, &grown, &why), 0);
+	ck_assert_uint_eq(grown.free_blocks, sb.free_blocks + 100);
+	uint64_t first, end;
+	ordfs_grow_new_groups(&sb, &grown, &first, &end);
+	ck_assert_uint_eq(first, end);
 	tfs_mount(&t);
 	struct ordfs *fs = t.fs;
 	ck_assert_uint_eq(fs->sb.block_count, GROUPS_COUNT);
@@ -342,6 +420,9 @@ static Suite *grow_suite(void)
 	tcase_add_test(tc, test_offline_grow_is_clean_and_usable);
 	tcase_add_test(tc, test_grow_cut_at_every_write);
 	tcase_add_test(tc, test_grow_power_cut_at_every_write);
+	tcase_add_test(tc, test_offline_grow_past_the_bitmap);
+	tcase_add_test(tc, test_grow_past_the_bitmap_cut_at_every_write);
+	tcase_add_test(tc, test_grow_past_the_bitmap_power_cut_at_every_write);
 	tcase_add_test(tc, test_grouped_image_fills_and_frees);
 	suite_add_tcase(s, tc);
 	return s;

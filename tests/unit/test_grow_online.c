@@ -21,10 +21,19 @@
 #include "super/grow.h"
 #include "super/super.h"
 
-#define OLD_SIZE (8u << 20)  /* 2048 blocks of 4 KiB: one bitmap block */
-#define NEW_SIZE (24u << 20) /* 6144 blocks, within that bitmap block */
-#define OLD_BLOCKS (OLD_SIZE / 4096u)
-#define NEW_BLOCKS (NEW_SIZE / 4096u)
+/* A grow's sizes: within the bitmap area's block (4 KiB blocks: 2048
+ * blocks grow to 6144), or past it into two new groups (1 KiB blocks, 8000
+ * a group: 6144 blocks grow to 20480, groups 1 and 2 added). */
+struct grow_case {
+	uint32_t bs;
+	uint64_t old_size, new_size;
+};
+static const struct grow_case within = { 4096, 8u << 20, 24u << 20 };
+static const struct grow_case past = { 1024, 6u << 20, 20u << 20 };
+#define OLD_SIZE (gc->old_size)
+#define NEW_SIZE (gc->new_size)
+#define OLD_BLOCKS (gc->old_size / gc->bs)
+#define NEW_BLOCKS (gc->new_size / gc->bs)
 
 static const struct ordfs_cred root_cred = { 0, 0 };
 
@@ -43,11 +52,11 @@ static struct check_result check_dev(struct blockdev *bd)
 	return res;
 }
 
-/* A clean OLD_SIZE filesystem at the start of a NEW_SIZE device. */
-static uint8_t *make_image(void)
+/* A clean old_size filesystem at the start of a new_size device. */
+static uint8_t *make_image(const struct grow_case *gc)
 {
 	struct test_fs t;
-	tfs_setup(&t, OLD_SIZE, 4096, 0);
+	tfs_setup(&t, OLD_SIZE, gc->bs, 0);
 	tfs_unmount(&t);
 	uint8_t *img = calloc(1, NEW_SIZE);
 	ck_assert_ptr_nonnull(img);
@@ -107,9 +116,9 @@ static void assert_pattern(struct ordfs *fs, struct inode *ip, uint64_t len, uin
 	free(got);
 }
 
-START_TEST(test_online_grow_is_clean_and_usable)
+static void online_grow_is_clean_and_usable(const struct grow_case *gc)
 {
-	uint8_t *img = make_image();
+	uint8_t *img = make_image(gc);
 	struct blockdev *bd;
 	ck_assert_int_eq(blockdev_mem_from(img, NEW_SIZE, &bd), 0);
 	struct ordfs *fs = mount_dev(bd, false);
@@ -127,8 +136,13 @@ START_TEST(test_online_grow_is_clean_and_usable)
 	ck_assert_uint_eq(old_count, OLD_BLOCKS);
 	ordfs_statfs(fs, &st);
 	ck_assert_uint_eq(st.blocks, NEW_BLOCKS);
-	/* every added block and the old backup superblock's are free */
-	ck_assert_uint_eq(st.blocks_free, free_before + (NEW_BLOCKS - OLD_BLOCKS));
+	/* every added block and the old backup superblock's are free, but
+	 * for new groups' bitmap blocks */
+	uint32_t per = ordfs_bits_per_bitmap_block(gc->bs);
+	uint64_t area = (OLD_BLOCKS + per - 1) / per; /* as mkfs made it */
+	uint64_t new_groups = (NEW_BLOCKS + per - 1) / per - area;
+	ck_assert_uint_eq(new_groups, gc == &past ? 2 : 0);
+	ck_assert_uint_eq(st.blocks_free, free_before + (NEW_BLOCKS - OLD_BLOCKS) - new_groups);
 
 	/* The allocator hands out the last data block ... */
 	uint64_t start;
@@ -139,7 +153,7 @@ START_TEST(test_online_grow_is_clean_and_usable)
 	/* ... and the new space holds a file larger than the old filesystem. */
 	struct alloc_counts c;
 	alloc_get_counts(fs->alloc, &c);
-	uint64_t len = (c.data_blocks - 16) * 4096ull;
+	uint64_t len = (c.data_blocks - 16) * (uint64_t)gc->bs;
 	ck_assert_uint_gt(len, OLD_SIZE);
 	struct inode *big = create(fs, "big");
 	ck_assert_int_eq(write_pattern(fs, big, len, 100), 0);
@@ -170,18 +184,30 @@ START_TEST(test_online_grow_is_clean_and_usable)
 	blockdev_destroy(bd);
 	free(img);
 }
+
+START_TEST(test_online_grow_is_clean_and_usable)
+{
+	online_grow_is_clean_and_usable(&within);
+}
+END_TEST
+
+START_TEST(test_online_grow_past_the_bitmap)
+{
+	online_grow_is_clean_and_usable(&past);
+}
 END_TEST
 
 START_TEST(test_online_grow_refusals_change_nothing)
 {
-	uint8_t *img = make_image();
+	const struct grow_case *gc = &within;
+	uint8_t *img = make_image(gc);
 	struct blockdev *bd;
 	ck_assert_int_eq(blockdev_mem_from(img, NEW_SIZE, &bd), 0);
 	struct ordfs *fs = mount_dev(bd, false);
 	uint64_t old_count;
 	const char *why;
-	static const uint64_t refused[] = { OLD_BLOCKS - 1, OLD_BLOCKS, NEW_BLOCKS + 1,
-					    (4096u - 24) * 8 + 1 };
+	const uint64_t refused[] = { OLD_BLOCKS - 1, OLD_BLOCKS, NEW_BLOCKS + 1,
+				     (1ull << 48) + 1 };
 	static const int errs[] = { -EINVAL, -EINVAL, -EINVAL, -EFBIG };
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		why = NULL;
@@ -217,6 +243,7 @@ END_TEST
 struct writer {
 	struct ordfs *fs;
 	int id;
+	uint64_t file_bytes;
 	int files;
 };
 
@@ -227,7 +254,7 @@ static void *writer_main(void *arg)
 		char name[32];
 		snprintf(name, sizeof(name), "w%d-%d", w->id, i);
 		struct inode *ip = create(w->fs, name);
-		if (write_pattern(w->fs, ip, 256u << 10, (uint32_t)(w->id * 1000 + i)) == 0 &&
+		if (write_pattern(w->fs, ip, w->file_bytes, (uint32_t)(w->id * 1000 + i)) == 0 &&
 		    ordfs_fsync(w->fs, ip, false) == 0)
 			w->files++;
 		inode_put(w->fs, ip);
@@ -235,13 +262,13 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-START_TEST(test_online_grow_with_writers)
+static void online_grow_with_writers(const struct grow_case *gc)
 {
-	uint8_t *img = make_image();
+	uint8_t *img = make_image(gc);
 	struct blockdev *bd;
 	ck_assert_int_eq(blockdev_mem_from(img, NEW_SIZE, &bd), 0);
 	struct ordfs *fs = mount_dev(bd, false);
-	struct writer w[2] = { { fs, 0, 0 }, { fs, 1, 0 } };
+	struct writer w[2] = { { fs, 0, NEW_SIZE / 160, 0 }, { fs, 1, NEW_SIZE / 160, 0 } };
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
@@ -252,18 +279,30 @@ START_TEST(test_online_grow_with_writers)
 	ck_assert_uint_eq(old_count, NEW_BLOCKS / 2);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
-	/* 80 files of 256 KiB (20 MiB) do not fit the old 8 MiB: all fit now */
+	/* 80 files of half the new size do not fit the old size: all fit now */
 	ck_assert_int_eq(w[0].files + w[1].files, 80);
 	ck_assert_int_eq(ordfs_unmount(fs), 0);
 	ck_assert_uint_eq(check_dev(bd).problems, 0);
 	blockdev_destroy(bd);
 	free(img);
 }
+
+START_TEST(test_online_grow_with_writers)
+{
+	online_grow_with_writers(&within);
+}
+END_TEST
+
+START_TEST(test_online_grow_past_the_bitmap_with_writers)
+{
+	online_grow_with_writers(&past);
+}
 END_TEST
 
 /* The workload cut at its nth write: an fsync'd file, the grow, a file in
  * the new space fsync'd.  Returns whether the cut fired. */
-static bool run_cut(const uint8_t *img, uint64_t nth, uint64_t *grown_ok)
+static bool run_cut(const struct grow_case *gc, const uint8_t *img, uint64_t nth,
+		    uint64_t *grown_ok)
 {
 	struct blockdev *mem, *rec;
 	ck_assert_int_eq(blockdev_mem_from(img, NEW_SIZE, &mem), 0);
@@ -337,12 +376,12 @@ static bool run_cut(const uint8_t *img, uint64_t nth, uint64_t *grown_ok)
 	return fired;
 }
 
-START_TEST(test_online_grow_power_cut_at_every_write)
+static void power_cut_at_every_write(const struct grow_case *gc)
 {
-	uint8_t *img = make_image();
+	uint8_t *img = make_image(gc);
 	uint64_t cuts = 0, grown = 0;
 	unsigned stride = tfs_sweep_stride();
-	for (uint64_t nth = 1; run_cut(img, nth, &grown); nth += stride)
+	for (uint64_t nth = 1; run_cut(gc, img, nth, &grown); nth += stride)
 		cuts++;
 	fprintf(stderr, "online grow: %llu power cuts, %llu states at the new size\n",
 		(unsigned long long)cuts, (unsigned long long)grown);
@@ -350,6 +389,17 @@ START_TEST(test_online_grow_power_cut_at_every_write)
 	ck_assert_uint_gt(grown, 0);
 	ck_assert_uint_lt(grown, cuts);
 	free(img);
+}
+
+START_TEST(test_online_grow_power_cut_at_every_write)
+{
+	power_cut_at_every_write(&within);
+}
+END_TEST
+
+START_TEST(test_online_grow_past_the_bitmap_power_cut_at_every_write)
+{
+	power_cut_at_every_write(&past);
 }
 END_TEST
 
@@ -362,6 +412,9 @@ static Suite *grow_online_suite(void)
 	tcase_add_test(tc, test_online_grow_refusals_change_nothing);
 	tcase_add_test(tc, test_online_grow_with_writers);
 	tcase_add_test(tc, test_online_grow_power_cut_at_every_write);
+	tcase_add_test(tc, test_online_grow_past_the_bitmap);
+	tcase_add_test(tc, test_online_grow_past_the_bitmap_with_writers);
+	tcase_add_test(tc, test_online_grow_past_the_bitmap_power_cut_at_every_write);
 	suite_add_tcase(s, tc);
 	return s;
 }
