@@ -9,7 +9,8 @@
  * and the mount point.  The steps: mkfs.ordfs without options (the root
  * directory must be the user's), the daemon mounting through fusermount3,
  * create, write, rename, mkdir and fsync in the root directory, ordfsctl
- * stats, sync and trim on the user's own mount, kill -9 of the user's
+ * stats, sync and trim on the user's own mount, the image extended and
+ * grown online by resize.ordfs (the user's daemon), kill -9 of the user's
  * daemon, fusermount3 -u, fsck.ordfs -fy and a remount with every fsync'd
  * file intact, fusermount3 -u followed at once by fsck and by a remount
  * (both wait for the exiting daemon), and -o allow_other refused with
@@ -31,6 +32,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -209,6 +211,16 @@ static int umount_as_user_rc(void)
 	return r.status;
 }
 
+/* df of the user's mount says 100M. */
+static int size_is_100m(const void *arg)
+{
+	(void)arg;
+	struct statvfs sv;
+	if (statvfs(user_path("mnt"), &sv) != 0)
+		return 2;
+	return (uint64_t)sv.f_blocks * sv.f_frsize == 100ull << 20 ? 0 : 1;
+}
+
 /* The files the user writes and fsyncs: name i holds pattern seed 500 + i. */
 static int write_files(const void *arg)
 {
@@ -344,8 +356,9 @@ static void make_home(void)
 	static const char *const env[][2] = {
 		{ "ORDFS_BIN", "ordfs" }, { "MKFS_BIN", "mkfs.ordfs" },
 		{ "FSCK_BIN", "fsck.ordfs" }, { "ORDFSCTL_BIN", "ordfsctl" },
+		{ "RESIZE_BIN", "resize.ordfs" },
 	};
-	for (unsigned i = 0; i < 4; i++) {
+	for (unsigned i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
 		const char *from = getenv(env[i][0]);
 		ck_assert_msg(from, "%s is not set", env[i][0]);
 		char *argv[] = { "/bin/cp", (char *)from, (char *)bin(env[i][1]), NULL };
@@ -390,6 +403,14 @@ START_TEST(test_user_from_mkfs_to_fsck)
 				 (char *)user_path("mnt"), NULL };
 		user_ok(argv, 0, 0);
 	}
+
+	/* the user's image grows under the user's mount: resize.ordfs asks the
+	 * user's daemon (online) */
+	char *extend[] = { "/usr/bin/truncate", "-s", "100M", (char *)user_path("image"), NULL };
+	user_ok(extend, 0, 0);
+	char *resize[] = { (char *)bin("resize.ordfs"), (char *)user_path("image"), NULL };
+	user_ok(resize, 0, 0);
+	ck_assert_msg(as_user(size_is_100m, NULL) == 0, "df does not show the grown size");
 
 	/* kill -9 of the user's daemon (by the user), then the user's
 	 * recovery: fusermount3 -u of the dead mount, fsck, remount */
