@@ -68,6 +68,37 @@ static int fsck_run(struct mnt *m, const char *args)
 	return r.status;
 }
 
+/* Fills len bytes of "fill" (fsync'd), kill -9 of the daemon, fsck.ordfs
+ * -f -y and -f -n clean, mounts again: "fill" has its size, "keep" (3M,
+ * seed 7) its bytes, and the filesystem fs_size bytes. */
+static void fill_kill9_check(struct mnt *m, uint64_t len, uint64_t fs_size)
+{
+	int fd = open(mnt_path(m, "fill"), O_CREAT | O_WRONLY, 0644);
+	MNT_OK(fd);
+	char *buf = malloc(1 << 20);
+	memset(buf, 0x5a, 1 << 20);
+	for (uint64_t off = 0; off < len; off += 1 << 20) {
+		size_t n = len - off < (1u << 20) ? (size_t)(len - off) : (1u << 20);
+		mnt_pwrite_all(fd, buf, n, (off_t)off);
+	}
+	free(buf);
+	MNT_OK(fsync(fd));
+	MNT_OK(close(fd));
+	mnt_expect_pattern(mnt_path(m, "keep"), 3 << 20, 7);
+	mnt_kill9(m);
+	int st_y = fsck_run(m, "-f -y"); /* 1: the journal was replayed */
+	ck_assert_msg(st_y == 0 || st_y == 1, "fsck.ordfs -f -y: status %d", st_y);
+	ck_assert_int_eq(fsck_run(m, "-f -n"), 0);
+	mnt_start(m, NULL);
+	struct stat st;
+	MNT_OK(stat(mnt_path(m, "fill"), &st));
+	ck_assert_uint_eq((uint64_t)st.st_size, len);
+	mnt_expect_pattern(mnt_path(m, "keep"), 3 << 20, 7);
+	struct statvfs sv;
+	MNT_OK(statvfs(m->mountpoint, &sv));
+	ck_assert_uint_eq((uint64_t)sv.f_blocks * sv.f_frsize, fs_size);
+}
+
 START_TEST(test_offline_grow_of_an_image_file)
 {
 	struct mnt m;
@@ -93,33 +124,11 @@ START_TEST(test_offline_grow_of_an_image_file)
 				  (uint64_t)before.f_blocks * before.f_frsize, 116ull << 20);
 	ck_assert_uint_eq((uint64_t)(after.f_bfree - before.f_bfree) * after.f_frsize,
 			  (116ull << 20) - BS);
-	/* nearly all of the free space in one file: more than the old size */
+	/* nearly all of the free space in one file: more than the old size;
+	 * kill -9 after it: fsck clean, the new size */
 	uint64_t len = ((uint64_t)after.f_bavail - 64) * after.f_frsize;
 	ck_assert_uint_gt(len, 64ull << 20);
-	int fd = open(mnt_path(&m, "fill"), O_CREAT | O_WRONLY, 0644);
-	MNT_OK(fd);
-	char *buf = malloc(1 << 20);
-	memset(buf, 0x5a, 1 << 20);
-	for (uint64_t off = 0; off < len; off += 1 << 20) {
-		size_t n = len - off < (1u << 20) ? (size_t)(len - off) : (1u << 20);
-		mnt_pwrite_all(fd, buf, n, (off_t)off);
-	}
-	free(buf);
-	MNT_OK(fsync(fd));
-	MNT_OK(close(fd));
-	mnt_expect_pattern(mnt_path(&m, "keep"), 3 << 20, 7);
-	/* kill -9 after the grown filesystem's fill: fsck clean, new size */
-	mnt_kill9(&m);
-	int st_y = fsck_run(&m, "-f -y"); /* 1: the journal was replayed */
-	ck_assert_msg(st_y == 0 || st_y == 1, "fsck.ordfs -f -y: status %d", st_y);
-	ck_assert_int_eq(fsck_run(&m, "-f -n"), 0);
-	mnt_start(&m, NULL);
-	struct stat st;
-	MNT_OK(stat(mnt_path(&m, "fill"), &st));
-	ck_assert_uint_eq((uint64_t)st.st_size, len);
-	mnt_expect_pattern(mnt_path(&m, "keep"), 3 << 20, 7);
-	MNT_OK(statvfs(m.mountpoint, &after));
-	ck_assert_uint_eq((uint64_t)after.f_blocks * after.f_frsize, 180ull << 20);
+	fill_kill9_check(&m, len, 180ull << 20);
 	mnt_finish(&m);
 }
 END_TEST
@@ -179,31 +188,13 @@ START_TEST(test_online_grow_of_an_image_file)
 	mnt_pattern_fill(buf, 1 << 20, 9, 1 << 20);
 	mnt_pwrite_all(open_fd, buf, 1 << 20, 1 << 20);
 	MNT_OK(fsync(open_fd));
-	uint64_t len = ((uint64_t)after.f_bavail - 64 - 256) * after.f_frsize;
-	ck_assert_uint_gt(len, 64ull << 20);
-	int fd = open(mnt_path(&m, "fill"), O_CREAT | O_WRONLY, 0644);
-	MNT_OK(fd);
-	memset(buf, 0x5a, 1 << 20);
-	for (uint64_t off = 0; off < len; off += 1 << 20) {
-		size_t n = len - off < (1u << 20) ? (size_t)(len - off) : (1u << 20);
-		mnt_pwrite_all(fd, buf, n, (off_t)off);
-	}
 	free(buf);
-	MNT_OK(fsync(fd));
-	MNT_OK(close(fd));
 	MNT_OK(close(open_fd));
 	/* kill -9 after the fill: fsck clean at the new size */
-	mnt_kill9(&m);
-	int st_y = fsck_run(&m, "-f -y"); /* 1: the journal was replayed */
-	ck_assert_msg(st_y == 0 || st_y == 1, "fsck.ordfs -f -y: status %d", st_y);
-	ck_assert_int_eq(fsck_run(&m, "-f -n"), 0);
-	mnt_start(&m, NULL);
-	struct stat st;
-	MNT_OK(stat(mnt_path(&m, "fill"), &st));
-	ck_assert_uint_eq((uint64_t)st.st_size, len);
-	mnt_expect_pattern(mnt_path(&m, "keep"), 3 << 20, 7);
+	uint64_t len = ((uint64_t)after.f_bavail - 64 - 256) * after.f_frsize;
+	ck_assert_uint_gt(len, 64ull << 20);
+	fill_kill9_check(&m, len, 200ull << 20);
 	mnt_expect_pattern(mnt_path(&m, "open"), 2 << 20, 9);
-	ck_assert_uint_eq(fs_bytes(&m), 200ull << 20);
 	mnt_finish(&m);
 }
 END_TEST

@@ -141,14 +141,18 @@ void tfs_unmount(struct test_fs *t)
 	ck_assert_int_eq(err, 0);
 }
 
-int tfs_check_image(struct test_fs *t)
+struct check_result tfs_check_dev(struct blockdev *bd)
 {
 	struct check_result res;
 	memset(&res, 0, sizeof(res));
 	res.report = print_problem;
-	int err = ordfs_check(t->mem, &res);
-	ck_assert_int_eq(err, 0);
-	return (int)res.problems;
+	ck_assert_int_eq(ordfs_check(bd, &res), 0);
+	return res;
+}
+
+int tfs_check_image(struct test_fs *t)
+{
+	return (int)tfs_check_dev(t->mem).problems;
 }
 
 void tfs_free(struct test_fs *t)

@@ -21,6 +21,7 @@
 #include "cache/bcache.h"
 #include "journal/journal.h"
 #include "alloc/alloc.h"
+#include "check/check.h"
 
 struct test_fs {
 	struct blockdev *mem;  /* the image bytes */
@@ -61,6 +62,8 @@ void tfs_free(struct test_fs *t);
 /* Runs the checker on the image bytes; returns the number of problems and
  * prints them to stderr. */
 int tfs_check_image(struct test_fs *t);
+/* The same on any device (unmounted), with the checker's counts. */
+struct check_result tfs_check_dev(struct blockdev *bd);
 
 /* Handle convenience: start with credits, ck_assert on failure. */
 struct handle *tfs_start(struct test_fs *t, uint32_t credits);

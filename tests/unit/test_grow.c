@@ -25,21 +25,6 @@ static const struct ordfs_cred root_cred = { 0, 0 };
 #define OLD_SIZE (8u << 20)  /* 2048 blocks of 4 KiB: one bitmap block */
 #define NEW_SIZE (24u << 20) /* 6144 blocks, within that bitmap block */
 
-static void print_problem(void *ctx, enum check_problem code, const char *msg)
-{
-	(void)ctx, (void)code;
-	fprintf(stderr, "  check: %s\n", msg);
-}
-
-static struct check_result check_dev(struct blockdev *bd)
-{
-	struct check_result res;
-	memset(&res, 0, sizeof(res));
-	res.report = print_problem;
-	ck_assert_int_eq(ordfs_check(bd, &res), 0);
-	return res;
-}
-
 /* A grow's sizes: within the bitmap area's block (4 KiB blocks), or past
  * it, into two new groups (1 KiB blocks, 8000 blocks a group: 4096 blocks
  * grow to 20480, groups 1 and 2 added). */
@@ -130,7 +115,7 @@ static void offline_grow_is_clean_and_usable(const struct grow_case *gc)
 	struct ordfs_super sb, grown, after;
 	const char *why;
 	ck_assert_int_eq(ordfs_read_super(bd, false, &sb, &why), 0);
-	struct check_result before = check_dev(bd);
+	struct check_result before = tfs_check_dev(bd);
 	ck_assert_int_eq(ordfs_grow_geometry(&sb, gc->new_size / gc->bs, &grown, &why), 0);
 	ck_assert_int_eq(ordfs_grow_offline(bd, &sb, &grown), 0);
 	ck_assert_int_eq(ordfs_read_super(bd, false, &after, &why), 0);
@@ -138,7 +123,7 @@ static void offline_grow_is_clean_and_usable(const struct grow_case *gc)
 	ck_assert(after.state & ORDFS_STATE_CLEAN);
 	ck_assert_int_eq(ordfs_read_super(bd, true, &after, &why), 0); /* the new backup */
 	ck_assert_uint_eq(after.block_count, gc->new_size / gc->bs);
-	struct check_result res = check_dev(bd);
+	struct check_result res = tfs_check_dev(bd);
 	ck_assert_uint_eq(res.problems, 0);
 	ck_assert_uint_eq(res.inodes_used, before.inodes_used);
 	/* the same blocks in use, and the new groups' bitmap blocks */
@@ -181,7 +166,7 @@ static void offline_grow_is_clean_and_usable(const struct grow_case *gc)
 	inode_put(fs, ip);
 	inode_put(fs, root);
 	ck_assert_int_eq(ordfs_unmount(fs), 0);
-	ck_assert_uint_eq(check_dev(bd).problems, 0);
+	ck_assert_uint_eq(tfs_check_dev(bd).problems, 0);
 	blockdev_destroy(bd);
 	free(img);
 }
@@ -212,7 +197,7 @@ static void cut_at_every_write(const struct grow_case *gc, bool power_cut)
 		struct ordfs_super sb, grown, after;
 		const char *why;
 		ck_assert_int_eq(ordfs_read_super(mem, false, &sb, &why), 0);
-		struct check_result before = check_dev(mem);
+		struct check_result before = tfs_check_dev(mem);
 		ck_assert_int_eq(blockdev_record_create(mem, false, &rec), 0);
 		blockdev_record_drop_unflushed(rec, power_cut);
 		struct blockdev_fault f = { .nth = nth, .err = -EIO, .persistent = true };
@@ -241,7 +226,7 @@ static void cut_at_every_write(const struct grow_case *gc, bool power_cut)
 			new_seen++;
 		else
 			old_seen++;
-		struct check_result res = check_dev(mem);
+		struct check_result res = tfs_check_dev(mem);
 		ck_assert_msg(res.problems == 0, "cut at write %llu: %u problems",
 			      (unsigned long long)nth, res.problems);
 		ck_assert_uint_eq(res.inodes_used, before.inodes_used);
@@ -257,7 +242,7 @@ static void cut_at_every_write(const struct grow_case *gc, bool power_cut)
 		ck_assert_int_eq(ordfs_mount(mem, &opts, &fs, &why), 0);
 		ck_assert_uint_eq(fs->sb.block_count, after.block_count);
 		ck_assert_int_eq(ordfs_unmount(fs), 0);
-		ck_assert_uint_eq(check_dev(mem).problems, 0);
+		ck_assert_uint_eq(tfs_check_dev(mem).problems, 0);
 		blockdev_destroy(mem);
 		if (!fired) {
 			ck_assert_int_eq(err, 0);
@@ -314,7 +299,7 @@ START_TEST(test_grouped_image_fills_and_frees)
 	struct test_fs t;
 	tfs_setup_groups(&t, 4u << 20, 1024, GROUPS_COUNT);
 	tfs_unmount(&t);
-	struct check_result before = check_dev(t.mem);
+	struct check_result before = tfs_check_dev(t.mem);
 	ck_assert_uint_eq(before.problems, 0);
 	/* A grow of it within its last group adds no group bitmap block. */
 	struct ordfs_super sb, grown;
@@ -379,7 +364,7 @@ START_TEST(test_grouped_image_fills_and_frees)
 	inode_put(fs, f);
 	tfs_unmount(&t);
 	/* Full, and clean. */
-	struct check_result full = check_dev(t.mem);
+	struct check_result full = tfs_check_dev(t.mem);
 	ck_assert_uint_eq(full.problems, 0);
 	ck_assert_uint_ge(full.blocks_used, before.blocks_used + nblocks);
 
@@ -403,7 +388,7 @@ START_TEST(test_grouped_image_fills_and_frees)
 	alloc_get_counts(fs->alloc, &c);
 	ck_assert_uint_eq(c.free_blocks, c0.free_blocks);
 	tfs_unmount(&t);
-	struct check_result after = check_dev(t.mem);
+	struct check_result after = tfs_check_dev(t.mem);
 	ck_assert_uint_eq(after.problems, 0);
 	ck_assert_uint_eq(after.blocks_used, before.blocks_used);
 	free(buf);

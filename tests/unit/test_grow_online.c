@@ -37,21 +37,6 @@ static const struct grow_case past = { 1024, 6u << 20, 20u << 20 };
 
 static const struct ordfs_cred root_cred = { 0, 0 };
 
-static void print_problem(void *ctx, enum check_problem code, const char *msg)
-{
-	(void)ctx, (void)code;
-	fprintf(stderr, "  check: %s\n", msg);
-}
-
-static struct check_result check_dev(struct blockdev *bd)
-{
-	struct check_result res;
-	memset(&res, 0, sizeof(res));
-	res.report = print_problem;
-	ck_assert_int_eq(ordfs_check(bd, &res), 0);
-	return res;
-}
-
 /* A clean old_size filesystem at the start of a new_size device. */
 static uint8_t *make_image(const struct grow_case *gc)
 {
@@ -165,7 +150,7 @@ static void online_grow_is_clean_and_usable(const struct grow_case *gc)
 	inode_put(fs, early);
 	ck_assert_int_eq(ordfs_unmount(fs), 0);
 
-	struct check_result res = check_dev(bd);
+	struct check_result res = tfs_check_dev(bd);
 	ck_assert_uint_eq(res.problems, 0);
 	struct ordfs_super sb;
 	ck_assert_int_eq(ordfs_read_super(bd, false, &sb, &why), 0);
@@ -232,7 +217,7 @@ START_TEST(test_online_grow_refusals_change_nothing)
 	ck_assert_int_eq(ordfs_grow_online(fs, NEW_BLOCKS, &old_count, &why), -EROFS);
 	ck_assert_ptr_nonnull(why);
 	ck_assert_int_eq(ordfs_unmount(fs), 0);
-	ck_assert_uint_eq(check_dev(bd).problems, 0);
+	ck_assert_uint_eq(tfs_check_dev(bd).problems, 0);
 	blockdev_destroy(bd);
 	free(img);
 }
@@ -282,7 +267,7 @@ static void online_grow_with_writers(const struct grow_case *gc)
 	/* 80 files of half the new size do not fit the old size: all fit now */
 	ck_assert_int_eq(w[0].files + w[1].files, 80);
 	ck_assert_int_eq(ordfs_unmount(fs), 0);
-	ck_assert_uint_eq(check_dev(bd).problems, 0);
+	ck_assert_uint_eq(tfs_check_dev(bd).problems, 0);
 	blockdev_destroy(bd);
 	free(img);
 }
@@ -354,7 +339,7 @@ static bool run_cut(const struct grow_case *gc, const uint8_t *img, uint64_t nth
 		      "cut at write %llu: the grow returned but the old size came back",
 		      (unsigned long long)nth);
 	*grown_ok += after.block_count == NEW_BLOCKS;
-	struct check_result res = check_dev(mem);
+	struct check_result res = tfs_check_dev(mem);
 	ck_assert_msg(res.problems == 0, "cut at write %llu: %u problems",
 		      (unsigned long long)nth, res.problems);
 	fs = mount_dev(mem, true);
