@@ -8,8 +8,8 @@
  *    (blockdev_refresh_size) before.
  *  - The same order as offline (grow.c): what lies past the old
  *    filesystem (the new groups' bitmap blocks, the new backup superblock)
- *    is written and flushed first,
- *    where nothing reads it at the old size; then one handle changes the
+ *    is written and flushed first, where nothing reads it at the old
+ *    size; then one handle changes the
  *    block bitmap and the superblock together, and its transaction is
  *    committed and checkpointed before this returns.  A crash before that
  *    commit leaves the old size, after it recovery gives the new one.
@@ -39,6 +39,17 @@
 #include "blockdev/blockdev.h"
 #include "cache/bcache.h"
 #include "journal/journal.h"
+
+#ifdef ORDFS_DEBUG_CHECKS
+/* Does block 0 on the image say count?  (A read that fails says nothing:
+ * the rule is checked where it can be.) */
+static bool home_super_says(struct ordfs *fs, uint64_t count)
+{
+	struct ordfs_super home;
+	const char *why;
+	return ordfs_read_super(fs->bd, false, &home, &why) != 0 || home.block_count == count;
+}
+#endif
 
 /* Past the old end: the new groups' bitmap blocks and the grown
  * superblock's 1024 bytes at the new last block, flushed. */
@@ -130,7 +141,8 @@ int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
 		*why = "the grow could not be written (see the log)";
 		goto out;
 	}
-	/* Committed: the space is the allocator's now. */
+	/* Committed and home: the space is the allocator's now. */
+	ORDFS_ASSERT(home_super_says(fs, grown.block_count));
 	err = alloc_grow(fs->alloc, &grown);
 	if (err)
 		*why = "the filesystem grew on disk, but its new space is usable only after the "
