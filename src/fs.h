@@ -155,7 +155,6 @@ struct ordfs {
 	struct latency_hist fsync_latency; /* ordfs_fsync since mount (atomic) */
 };
 
-/* The atime policy in force (a remount may change it at any time). */
 /* The filesystem's size in blocks.  It only grows while mounted (an online
  * grow, super/grow_online.c, stores it under sb_lock with a release), so
  * any layer reads it here without sb_lock. */
@@ -164,6 +163,7 @@ static inline uint64_t fs_block_count(const struct ordfs *fs)
 	return __atomic_load_n(&fs->sb.block_count, __ATOMIC_ACQUIRE);
 }
 
+/* The atime policy in force (a remount may change it at any time). */
 static inline struct atime_policy fs_atime_policy(const struct ordfs *fs)
 {
 	struct atime_policy p = {

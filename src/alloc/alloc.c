@@ -271,7 +271,8 @@ static int give_host_space(struct alloc *a, uint64_t s, uint32_t n, uint64_t res
 		return 0;
 	uint64_t lo, hi;
 	uint64_t ahead = BACKING_AHEAD_BYTES / a->block_size;
-	backing_window(b, s, n, ahead, a->data_start, a->data_end, &lo, &hi);
+	backing_window(b, s, n, ahead, a->data_start,
+		       __atomic_load_n(&a->data_end, __ATOMIC_ACQUIRE), &lo, &hi);
 	int err = backing_allocate(b, lo, hi - lo);
 	if (err == -ENOSPC && (lo != s || hi != s + n)) {
 		lo = s; /* the window did not fit: the run alone */
@@ -663,6 +664,14 @@ void alloc_set_map_limit(struct alloc *a, size_t chunks)
 	ordfs_mutex_unlock(&a->lock);
 }
 
+uint64_t alloc_block_count(struct alloc *a)
+{
+	ordfs_mutex_lock(&a->lock);
+	uint64_t n = a->block_count;
+	ordfs_mutex_unlock(&a->lock);
+	return n;
+}
+
 int alloc_grow_mark(struct alloc *a, struct handle *h, uint64_t block_count)
 {
 	ordfs_mutex_lock(&a->lock);
@@ -692,9 +701,12 @@ int alloc_grow(struct alloc *a, const struct ordfs_super *grown)
 	a->sb.feature_incompat = grown->feature_incompat;
 	a->backing.block_count = block_count;
 	uint64_t added;
-	int err = chunks_grow(a->map, block_count, block_count - 1, &added);
-	if (err) {
-		a->sb = old_sb;
+	/* groups past what had bitmap blocks were written whole by the grow */
+	uint64_t fresh_from = ordfs_grow_existing_bits(&old_sb) / a->bits_per_block;
+	int err = chunks_grow(a->map, block_count, block_count - 1, fresh_from, &added);
+	if (err) { /* only what changed: in_data_area reads the rest unlocked */
+		a->sb.block_count = old_sb.block_count;
+		a->sb.feature_incompat = old_sb.feature_incompat;
 		a->backing.block_count = old_count;
 	} else {
 		a->block_count = block_count;

@@ -124,6 +124,10 @@ void alloc_get_counts(struct alloc *a, struct alloc_counts *out);
  * both maps (tests); and what the maps use now. */
 void alloc_set_map_limit(struct alloc *a, size_t chunks);
 
+/* The block count the allocator hands out blocks of (the filesystem's,
+ * once an online grow has finished: alloc_grow). */
+uint64_t alloc_block_count(struct alloc *a);
+
 /* An online grow's change of the block bitmap, under h: the bits of
  * [old block_count - 1, block_count - 1) that the existing bitmap blocks
  * hold (the old backup superblock and the blocks past the old end, all

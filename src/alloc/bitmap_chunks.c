@@ -518,7 +518,8 @@ static uint32_t count_clear(const uint64_t *bits, uint32_t lo, uint32_t hi)
 	return n;
 }
 
-int chunks_grow(struct chunks *m, uint64_t nbits, uint64_t count_to, uint64_t *added)
+int chunks_grow(struct chunks *m, uint64_t nbits, uint64_t count_to, uint64_t fresh_from,
+		uint64_t *added)
 {
 	ORDFS_ASSERT(nbits >= m->cfg.nbits && count_to >= m->cfg.count_to && count_to <= nbits);
 	*added = 0;
@@ -554,6 +555,14 @@ int chunks_grow(struct chunks *m, uint64_t nbits, uint64_t count_to, uint64_t *a
 			continue;
 		if (c->state == CHUNK_ALL_FREE) {
 			gained[k] = hi - lo;
+			continue;
+		}
+		if (ci >= fresh_from && ci >= m->nchunks) {
+			/* written whole by the grow: its own bit set, the rest of the
+			 * counted range clear (no read: a grow by a TiB adds
+			 * thousands of them, under the allocator's lock) */
+			ORDFS_ASSERT(lo == 0 && hi > 0);
+			gained[k] = hi - 1;
 			continue;
 		}
 		err = read_block_bits(m, ci, false, m->scratch);

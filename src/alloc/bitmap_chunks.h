@@ -115,10 +115,14 @@ void chunks_unhold(struct chunks *m);
  * nbits bits, counted up to count_to (neither smaller than before).  The
  * bitmap blocks of the new bits already hold their bits on disk (through
  * the buffer cache): a loaded chunk takes the newly counted bits from its
- * block, the rest are counted from theirs when first needed.  *added: the
- * clear bits the newly counted range brought.  -ENOMEM with nothing
- * changed, or -EIO/-EUCLEAN from a block (then the map is as before). */
-int chunks_grow(struct chunks *m, uint64_t nbits, uint64_t count_to, uint64_t *added);
+ * block, the others' gains are counted from their blocks, but for new
+ * chunks from fresh_from on, blocks the grow wrote whole (their first bit
+ * set, the rest of the counted range clear), which are counted without a
+ * read.  *added: the clear bits the newly counted range brought.  -ENOMEM
+ * with nothing changed, or -EIO/-EUCLEAN from a block (then the map is as
+ * before). */
+int chunks_grow(struct chunks *m, uint64_t nbits, uint64_t count_to, uint64_t fresh_from,
+		uint64_t *added);
 
 /* Sets max_loaded and drops what it can down to it (tests: a small limit
  * makes every path drop and load chunks again). */

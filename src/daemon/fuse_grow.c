@@ -12,9 +12,10 @@
  *    of the device, less the room the owner record needs past the new
  *    backup superblock where one is held (an NBD export: its last 512
  *    bytes, as mkfs.ordfs and offline resize.ordfs leave them).
- *  - A size the filesystem already has is success with nothing done; a
- *    smaller one, or one past the device or the format, a one-line reason
- *    and nothing changed.
+ *  - A size the filesystem already has (ordfs_grow_target's, so one block
+ *    more that would make a one-block group is the same size) is success
+ *    with nothing done; a smaller one, or one past the device or the
+ *    format, a one-line reason and nothing changed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -61,10 +62,8 @@ int daemon_grow(struct daemon_ctx *dc, struct ordfs_grow *g)
 			 " bytes fit)", fits, bs);
 		return -EFBIG;
 	}
-	if (want == g->old_blocks) {
-		snprintf(g->reply, sizeof(g->reply), "the filesystem already has that size");
-		return 0;
-	}
+	/* (the same size is nothing to do: ordfs_grow_online says 0, after
+	 * finishing a grow that committed and could not finish before) */
 	const char *why = NULL;
 	uint64_t old;
 	err = ordfs_grow_online(fs, want, &old, &why);

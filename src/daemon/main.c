@@ -276,6 +276,9 @@ static int device_grew(struct daemon_ctx *dc, struct device_room *room, char *wh
 		       size_t why_len)
 {
 	ordfs_mutex_lock(&device_grow_lock);
+	/* remount_lock too: a remount to rw claims the record (claim_for_write),
+	 * and it must claim it at one end or the other, not while it moves */
+	ordfs_mutex_lock(&dc->fs->remount_lock);
 	owner_pause(image_claim);
 	uint64_t size = 0;
 	int err = blockdev_refresh_size(dc->fs->bd, &size);
@@ -296,6 +299,7 @@ static int device_grew(struct daemon_ctx *dc, struct device_room *room, char *wh
 	}
 	room->size = size;
 	room->owner_record = image_claim != NULL;
+	ordfs_mutex_unlock(&dc->fs->remount_lock);
 	ordfs_mutex_unlock(&device_grow_lock);
 	return err;
 }

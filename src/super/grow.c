@@ -56,8 +56,7 @@ uint64_t ordfs_grow_existing_bits(const struct ordfs_super *sb)
 	return groups * per_group(sb);
 }
 
-int ordfs_grow_geometry(const struct ordfs_super *sb, uint64_t new_count,
-			struct ordfs_super *out, const char **why)
+uint64_t ordfs_grow_target(const struct ordfs_super *sb, uint64_t new_count)
 {
 	uint32_t per = per_group(sb);
 	/* A last group of one block would be its bitmap block and the backup
@@ -65,6 +64,13 @@ int ordfs_grow_geometry(const struct ordfs_super *sb, uint64_t new_count,
 	if (new_count > 1 && (new_count - 1) % per == 0 &&
 	    (new_count - 1) / per >= sb->block_bitmap_blocks)
 		new_count--;
+	return new_count;
+}
+
+int ordfs_grow_geometry(const struct ordfs_super *sb, uint64_t new_count,
+			struct ordfs_super *out, const char **why)
+{
+	new_count = ordfs_grow_target(sb, new_count);
 	if (new_count < sb->block_count) {
 		*why = "the new size is smaller than the filesystem (shrinking is not supported)";
 		return -EINVAL;

@@ -50,6 +50,11 @@ int ordfs_grow_write_group_bitmaps(struct blockdev *bd, const struct ordfs_super
 uint32_t ordfs_grow_bitmap_credits(const struct ordfs_super *old,
 				   const struct ordfs_super *grown);
 
+/* The block count a grow of sb to new_count blocks gives: new_count, or
+ * one fewer when the last group past the area would hold only its bitmap
+ * block.  Callers compare it with block_count for "nothing to do". */
+uint64_t ordfs_grow_target(const struct ordfs_super *sb, uint64_t new_count);
+
 /* The superblock after a grow of `sb` to new_count blocks (one block
  * fewer when the last group past the area would hold only its bitmap
  * block: out->block_count says), or -EINVAL (not larger), -EFBIG (past
@@ -70,8 +75,11 @@ int ordfs_grow_offline(struct blockdev *bd, const struct ordfs_super *old,
 struct ordfs;
 
 /* Grows the mounted filesystem fs to new_count blocks (its device made
- * that large by the caller: blockdev_refresh_size) and commits the grow
- * before it returns (grow_online.c).  *old_count: the size before.
+ * that large by the caller: blockdev_refresh_size) and commits and
+ * checkpoints the grow before it returns (grow_online.c).  *old_count:
+ * the size before.  0 also when ordfs_grow_target(new_count) is the size
+ * already (nothing to do; but a grow that committed and could not finish
+ * before, its space not yet the allocator's, is finished first).
  * -EINVAL/-EFBIG (ordfs_grow_geometry's refusals, or a device too small),
  * -EROFS (not writable), or an I/O error; *why says it in one line. */
 int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,

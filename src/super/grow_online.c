@@ -25,8 +25,10 @@
  *    still be what a crash leaves.
  *  - The in-memory block count only grows (fs_block_count): readers that
  *    check block numbers against it need no lock.  It changes under
- *    sb_lock in the same handle as the superblock, and goes back only if
- *    that handle fails, before anything past the old size was handed out.
+ *    sb_lock once block 0 holds the grown superblock under the handle.
+ *  - A failure after the commit (the checkpoint, the block map) leaves the
+ *    grow committed and the allocator at the old size; the next call
+ *    finishes it before anything else (a retry of resize.ordfs).
  */
 #include <errno.h>
 #include <string.h>
@@ -65,36 +67,67 @@ static int write_past_old_end(struct ordfs *fs, const struct ordfs_super *now,
 	return err ? err : blockdev_flush(fs->bd);
 }
 
-/* The handle: the bitmap bits of the added blocks and block 0.  On
- * failure the in-memory superblock is as before. */
+/* The handle: the bitmap bits of the added blocks and block 0.  fs->sb
+ * takes the grown superblock only once block 0 holds it under the handle;
+ * a failure after the bitmap changed aborts the journal (half a grow must
+ * never commit). */
 static int grow_handle(struct ordfs *fs, const struct ordfs_super *now,
 		       const struct ordfs_super *grown)
 {
 	struct handle *h;
-	uint64_t old_count = fs_block_count(fs);
 	int err = journal_start(fs->journal, ordfs_grow_bitmap_credits(now, grown) + 1, &h);
 	if (err)
 		return err;
 	err = alloc_grow_mark(fs->alloc, h, grown->block_count);
 	if (!err) {
 		ordfs_mutex_lock(&fs->sb_lock);
-		struct ordfs_super before = fs->sb;
-		fs->sb.free_blocks = grown->free_blocks;
-		fs->sb.feature_incompat |= grown->feature_incompat &
-					   ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
-		__atomic_store_n(&fs->sb.block_count, grown->block_count, __ATOMIC_RELEASE);
-		err = ordfs_write_super_journaled(fs, h);
-		if (err) {
-			fs->sb.free_blocks = before.free_blocks;
-			fs->sb.feature_incompat = before.feature_incompat;
-			__atomic_store_n(&fs->sb.block_count, old_count, __ATOMIC_RELEASE);
+		struct ordfs_super next = fs->sb;
+		next.free_blocks = grown->free_blocks;
+		next.feature_incompat |= grown->feature_incompat & ORDFS_FEATURE_INCOMPAT_GROUP_BITMAPS;
+		next.block_count = grown->block_count;
+		err = ordfs_write_super_journaled_as(fs, h, &next);
+		if (!err) {
+			fs->sb.free_blocks = next.free_blocks;
+			fs->sb.feature_incompat = next.feature_incompat;
+			__atomic_store_n(&fs->sb.block_count, next.block_count, __ATOMIC_RELEASE);
 		}
 		ordfs_mutex_unlock(&fs->sb_lock);
-		if (err) /* the bitmap changed: half a grow must not commit */
-			err = journal_abort_half_done(fs->journal, err);
 	}
+	/* alloc_grow_mark may have changed a bitmap block before it failed */
+	if (err)
+		err = journal_abort_half_done(fs->journal, err);
 	int e2 = journal_stop(h);
 	return err ? err : e2;
+}
+
+/* The last step, also of a grow that committed and could not finish: the
+ * transaction checkpointed (block 0 home with the new count), then the
+ * space is the allocator's. */
+static int finish_grow(struct ordfs *fs, const char **why)
+{
+	/* Committed and checkpointed, block 0 home with the new count, before
+	 * anything can log a block past the old end: recovery judges every
+	 * logged block against the count in block 0 on the image, and would
+	 * end the log at a later transaction that logs such a block while
+	 * block 0 there still says the old count. */
+	int err = journal_flush_all(fs->journal);
+	if (err) {
+		*why = "the grow is committed, but the journal could not be checkpointed: the new "
+		       "space is used after the next mount or a successful retry";
+		return err;
+	}
+	struct ordfs_super grown;
+	ordfs_mutex_lock(&fs->sb_lock);
+	grown = fs->sb;
+	ordfs_mutex_unlock(&fs->sb_lock);
+#ifdef ORDFS_DEBUG_CHECKS
+	ORDFS_ASSERT(home_super_says(fs, grown.block_count));
+#endif
+	err = alloc_grow(fs->alloc, &grown);
+	if (err)
+		*why = "the grow is committed, but the block map could not take the new space: it "
+		       "is used after the next mount or a successful retry";
+	return err;
 }
 
 int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
@@ -109,15 +142,21 @@ int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
 		err = -EROFS;
 		goto out;
 	}
+	/* A grow that committed but did not finish (its checkpoint or the
+	 * block map failed): finish it first. */
+	if (alloc_block_count(fs->alloc) < fs_block_count(fs) && (err = finish_grow(fs, why)))
+		goto out;
 	struct ordfs_super now, grown;
 	ordfs_mutex_lock(&fs->sb_lock);
 	now = fs->sb;
 	ordfs_mutex_unlock(&fs->sb_lock);
+	if (ordfs_grow_target(&now, new_count) == now.block_count)
+		goto out; /* nothing to do */
 	/* free_blocks is advisory while mounted: the grown one counts what
-	 * the grow adds to the allocator's own count. */
+	 * the grow adds to what is free now, as an unmount would write it. */
 	struct alloc_counts c;
 	alloc_get_counts(fs->alloc, &c);
-	now.free_blocks = c.free_blocks + c.pending_free;
+	now.free_blocks = c.free_blocks + c.reserved_blocks + c.pending_free;
 	err = ordfs_grow_geometry(&now, new_count, &grown, why);
 	if (err)
 		goto out;
@@ -130,23 +169,11 @@ int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
 	err = write_past_old_end(fs, &now, &grown);
 	if (!err)
 		err = grow_handle(fs, &now, &grown);
-	/* Committed and checkpointed, block 0 home with the new count, before
-	 * anything can log a block past the old end: recovery judges every
-	 * logged block against the count in block 0 on the image, and would
-	 * end the log at a later transaction that logs such a block while
-	 * block 0 there still says the old count. */
-	if (!err)
-		err = journal_flush_all(fs->journal);
 	if (err) {
 		*why = "the grow could not be written (see the log)";
 		goto out;
 	}
-	/* Committed and home: the space is the allocator's now. */
-	ORDFS_ASSERT(home_super_says(fs, grown.block_count));
-	err = alloc_grow(fs->alloc, &grown);
-	if (err)
-		*why = "the filesystem grew on disk, but its new space is usable only after the "
-		       "next mount (no memory for the block map)";
+	err = finish_grow(fs, why);
 out:
 	ordfs_mutex_unlock(&fs->remount_lock);
 	return err;

@@ -320,9 +320,17 @@ int owner_resume(struct owner_claim *c)
 	int err = write_record(c->bd, &c->rec);
 	if (!err)
 		err = blockdev_flush(c->bd);
-	if (!err)
-		err = owner_start(c);
-	return err;
+	/* The heartbeat runs again whatever happened: where the record could
+	 * not be written at the new end it finds none there and calls `lost`,
+	 * as for any record it cannot prove is ours.  Without a heartbeat
+	 * (no thread) the claim would lapse unseen: lost now. */
+	int e2 = owner_start(c);
+	if (e2) {
+		c->lost = true;
+		if (c->opts.lost)
+			c->opts.lost(c->opts.lost_ctx);
+	}
+	return err ? err : e2;
 }
 
 void owner_abandon(struct owner_claim *c)

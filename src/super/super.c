@@ -20,7 +20,8 @@
 #include "cache/bcache.h"
 #include "journal/journal.h"
 
-int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h)
+int ordfs_write_super_journaled_as(struct ordfs *fs, struct handle *h,
+				   const struct ordfs_super *sb)
 {
 	struct buf *b;
 	int err = bcache_read(fs->cache, 0, &b);
@@ -28,9 +29,14 @@ int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h)
 		return err;
 	err = journal_get_write_access(h, b, 0);
 	if (!err)
-		ordfs_super_encode(&fs->sb, b->data);
+		ordfs_super_encode(sb, b->data);
 	bcache_put(fs->cache, b);
 	return err;
+}
+
+int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h)
+{
+	return ordfs_write_super_journaled_as(fs, h, &fs->sb);
 }
 
 int ordfs_super_require_ro_compat(struct ordfs *fs, struct handle *h, uint32_t feature)

@@ -32,6 +32,10 @@ int ordfs_clear_error_state(struct blockdev *bd, bool *cleared);
 
 /* Writes the in-memory superblock into block 0 under h.  sb_lock held. */
 int ordfs_write_super_journaled(struct ordfs *fs, struct handle *h);
+/* The same with sb's bytes in block 0 instead of fs->sb's (an online grow
+ * writes the grown superblock before fs->sb takes it).  sb_lock held. */
+int ordfs_write_super_journaled_as(struct ordfs *fs, struct handle *h,
+				   const struct ordfs_super *sb);
 /* Sets ro_compat feature bit(s) `feature` in the superblock, in block 0
  * under h (one credit), unless they are set already (then nothing is
  * written).  Takes sb_lock.  The change commits with whatever in h needs

@@ -166,15 +166,25 @@ static int new_block_count(const struct resize_options *o, struct blockdev *bd,
 }
 
 /* The mount point of IMAGE if it is mounted (or IMAGE itself if it is a
- * directory: a mount point named directly). */
-static bool mounted_at(const char *image, char *mnt, size_t size)
+ * directory: a mount point named directly).  *covered: the mount found is
+ * not the one on top at its mount point (something is mounted over it,
+ * so an ioctl there would reach another filesystem). */
+static bool mounted_at(const char *image, char *mnt, size_t size, bool *covered)
 {
+	*covered = false;
 	struct stat st;
 	if (!blockdev_is_nbd_uri(image) && stat(image, &st) == 0 && S_ISDIR(st.st_mode)) {
 		snprintf(mnt, size, "%s", image);
 		return true;
 	}
-	return mountinfo_image_mountpoint(image, mnt, size) == 0;
+	if (mountinfo_image_mountpoint(image, mnt, size) != 0)
+		return false;
+	char top[4096], type[64], dev[32];
+	char *abs = realpath(image, NULL);
+	if (mountinfo_find(mnt, top, sizeof(top), type, sizeof(type), dev, sizeof(dev)) == 0)
+		*covered = strcmp(top, abs ? abs : image) != 0;
+	free(abs);
+	return true;
 }
 
 /* Online: the daemon of the mount at mnt grows it (ORDFS_IOC_GROW). */
@@ -217,8 +227,15 @@ static int resize_online(const struct resize_options *o, const char *mnt)
 static int resize(const struct resize_options *o)
 {
 	char mnt[4096];
-	if (mounted_at(o->image, mnt, sizeof(mnt)))
+	bool covered;
+	if (mounted_at(o->image, mnt, sizeof(mnt), &covered)) {
+		if (covered) {
+			image_error(o->image, "its mount on %s is covered by another mount; "
+				    "unmount that one first", mnt);
+			return -1;
+		}
 		return resize_online(o, mnt);
+	}
 
 	struct blockdev *bd;
 	struct ordfs_super old, grown;
@@ -243,7 +260,7 @@ static int resize(const struct resize_options *o)
 		err = cli_check_offline_image(&tool, o->image, bd, &old, true);
 	if (!err)
 		err = new_block_count(o, bd, &old, &count);
-	bool nothing_to_do = !err && count == old.block_count;
+	bool nothing_to_do = !err && ordfs_grow_target(&old, count) == old.block_count;
 	if (!err && !nothing_to_do && (err = ordfs_grow_geometry(&old, count, &grown, &why)) != 0) {
 		if (err == -EFBIG && count <= (1ull << 48))
 			image_error(o->image, "%s: at most %" PRIu64 " blocks of %" PRIu32
@@ -275,7 +292,7 @@ static int resize(const struct resize_options *o)
 		return -1;
 	if (nothing_to_do)
 		printf("The filesystem on %s is already %" PRIu64 " blocks long; nothing to do.\n",
-		       o->image, count);
+		       o->image, old.block_count);
 	else
 		printf("The filesystem on %s is now %" PRIu64 " blocks of %" PRIu32 " bytes long "
 		       "(was %" PRIu64 ").\n", o->image, grown.block_count,
