@@ -156,7 +156,7 @@ struct ordfs {
 };
 
 /* The filesystem's size in blocks.  It only grows while mounted (an online
- * grow, super/grow_online.c, stores it under sb_lock with a release), so
+ * grow, mount/grow_online.c, stores it under sb_lock with a release), so
  * any layer reads it here without sb_lock. */
 static inline uint64_t fs_block_count(const struct ordfs *fs)
 {

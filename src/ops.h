@@ -217,6 +217,19 @@ int ordfs_remount(struct ordfs *fs, const struct ordfs_options *want, const char
 /* The options in force now (what a remount changed included). */
 void ordfs_options_in_force(struct ordfs *fs, struct ordfs_options *out);
 
+/* ---- online grow (mount/grow_online.c) ----------------------------------- */
+
+/* Grows the mounted filesystem fs to new_count blocks (its device made
+ * that large by the caller: blockdev_refresh_size) and commits and
+ * checkpoints the grow before it returns (grow_online.c).  *old_count:
+ * the size before.  0 also when ordfs_grow_target(new_count) is the size
+ * already (nothing to do; but a grow that committed and could not finish
+ * before, its space not yet the allocator's, is finished first).
+ * -EINVAL/-EFBIG (ordfs_grow_geometry's refusals, or a device too small),
+ * -EROFS (not writable), or an I/O error; *why says it in one line. */
+int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
+		      const char **why);
+
 /* ---- shutdown (mount/shutdown.c) ----------------------------------------- */
 
 /* What FS_IOC_SHUTDOWN's flags ask for (linux/fs.h FS_SHUTDOWN_FLAGS_*,

@@ -111,7 +111,7 @@ void chunks_set_hints(struct chunks *m, uint64_t first, uint64_t n, bool on);
 int chunks_hold(struct chunks *m, uint64_t first, uint64_t n);
 void chunks_unhold(struct chunks *m);
 
-/* The bitmap grew (an online grow, src/super/grow_online.c): it now has
+/* The bitmap grew (an online grow, src/mount/grow_online.c): it now has
  * nbits bits, counted up to count_to (neither smaller than before).  The
  * bitmap blocks of the new bits already hold their bits on disk (through
  * the buffer cache): a loaded chunk takes the newly counted bits from its

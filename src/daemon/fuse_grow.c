@@ -1,7 +1,7 @@
 /*
  * fuse_grow.c - the daemon's side of an online grow (ORDFS_IOC_GROW, what
  * resize.ordfs sends when the image is mounted): the device's new size,
- * the block count asked for, then ordfs_grow_online (super/grow_online.c).
+ * the block count asked for, then ordfs_grow_online (mount/grow_online.c).
  *
  * Rules:
  *  - The device is asked for its size first (main.c's device_grew: the
@@ -26,6 +26,7 @@
 #include "../fs.h"
 #include "../ordfs_ioctl.h"
 #include "../blockdev/blockdev.h"
+#include "../ops.h"
 #include "../super/grow.h"
 #include "../super/owner.h"
 

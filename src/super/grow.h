@@ -1,6 +1,7 @@
 /*
  * grow.h - growing a filesystem to a larger block count (resize.ordfs):
- * offline (grow.c) or mounted (grow_online.c).
+ * offline (grow.c) and the pieces a mounted grow uses too
+ * (mount/grow_online.c, ordfs_grow_online in ops.h).
  *
  * Owns: the geometry of a grow (which block counts an image's format can
  * take without moving an area), the bitmap blocks of groups a grow adds,
@@ -71,18 +72,5 @@ int ordfs_grow_geometry(const struct ordfs_super *sb, uint64_t new_count,
  * superblock marked clean to the primary and the new backup. */
 int ordfs_grow_offline(struct blockdev *bd, const struct ordfs_super *old,
 		       const struct ordfs_super *grown);
-
-struct ordfs;
-
-/* Grows the mounted filesystem fs to new_count blocks (its device made
- * that large by the caller: blockdev_refresh_size) and commits and
- * checkpoints the grow before it returns (grow_online.c).  *old_count:
- * the size before.  0 also when ordfs_grow_target(new_count) is the size
- * already (nothing to do; but a grow that committed and could not finish
- * before, its space not yet the allocator's, is finished first).
- * -EINVAL/-EFBIG (ordfs_grow_geometry's refusals, or a device too small),
- * -EROFS (not writable), or an I/O error; *why says it in one line. */
-int ordfs_grow_online(struct ordfs *fs, uint64_t new_count, uint64_t *old_count,
-		      const char **why);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * test_grow_online.c - growing a mounted filesystem (super/grow_online.c):
+ * test_grow_online.c - growing a mounted filesystem (mount/grow_online.c):
  * the new space usable to its last block while files stay open and
  * writers run, the checker clean at the new size; the refusals (smaller,
  * equal, past the device, read-only) changing nothing; and a power cut at

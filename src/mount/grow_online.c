@@ -1,5 +1,6 @@
 /*
- * grow_online.c - growing a mounted filesystem (ordfs_grow_online, grow.h):
+ * grow_online.c - growing a mounted filesystem (ordfs_grow_online, ops.h;
+ * the geometry and the new groups' blocks are super/grow.c's):
  * what resize.ordfs asks the daemon for when the image is mounted.
  *
  * Rules kept here (docs/DESIGN.md, "Growing a filesystem"):
@@ -34,8 +35,9 @@
 #include <string.h>
 
 #include "fs.h"
-#include "grow.h"
-#include "super.h"
+#include "ops.h"
+#include "super/grow.h"
+#include "super/super.h"
 #include "alloc/alloc.h"
 #include "base/ordfs_assert.h"
 #include "blockdev/blockdev.h"
