@@ -318,6 +318,7 @@ int server_run_libfuse(const struct probe_opts *o, const char *mnt, struct share
 	char *argv[] = { "fuse_transport_probe", "-o", "fsname=fuse_transport_probe", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), &l);
+	fuse_opt_free_args(&args);	/* the parser copied argv into it */
 	if (!se)
 		goto out_fs;
 	if (fuse_set_signal_handlers(se) != 0)
