@@ -442,6 +442,7 @@ static int bench(const struct probe_opts *o, bool switch_on, enum op op, int ncl
 	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < started; i++)
 		pthread_join(c[i].tid, NULL);
+	uint64_t call = total_count(c, started);	/* warm-up and window */
 	int err = 0;
 	for (int i = 0; i < started; i++)
 		if (c[i].err && !err) {
@@ -457,10 +458,11 @@ static int bench(const struct probe_opts *o, bool switch_on, enum op op, int ncl
 		double ccpu = ru_cpu(&r1) - ru_cpu(&r0);
 		printf("RESULT transport=%s op=%s clients=%d seconds=%.3f ops=%.0f ops_per_s=%.0f "
 		       "reqs_per_op=%.2f ring_share=%.3f client_cpu_us_per_op=%.2f "
-		       "client_csw_per_op=%.3f",
+		       "client_csw_per_op=%.3f ops_all=%llu",
 		       transport_name(o->transport), op_names[op], nclients, t1 - t0, ops,
 		       ops / (t1 - t0), ops > 0 ? reqs / ops : 0, reqs > 0 ? ring / reqs : 0,
-		       ops > 0 ? ccpu * 1e6 / ops : 0, ops > 0 ? (double)csw / ops : 0);
+		       ops > 0 ? ccpu * 1e6 / ops : 0, ops > 0 ? (double)csw / ops : 0,
+		       (unsigned long long)call);
 		rc = 0;
 	}
 out_clients:
