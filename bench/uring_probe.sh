@@ -23,6 +23,11 @@
 # /dev/fuse's mode at the start and puts both back at the end (EXIT trap,
 # also after an error or ^C).  Extra probe options: PROBE_OPTS (e.g.
 # "--depth 8 --taskrun defer").
+#
+# BUSY_CHECK: a command that succeeds while something else loads the
+# machine (e.g. BUSY_CHECK='pgrep -f /work/ci/' for a CI run on the same
+# host): each run waits until it fails, and a run during which it
+# succeeded is done again.  Every run records the load average.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(realpath "${1:-build}")
@@ -53,6 +58,20 @@ restore() {
 trap restore EXIT
 trap 'exit 130' INT TERM
 
+busy() {
+	[ -n "${BUSY_CHECK:-}" ] && (eval "$BUSY_CHECK") >/dev/null 2>&1
+}
+
+wait_idle() {
+	local said=0
+	while busy; do
+		[ $said = 1 ] || echo "uring_probe.sh: BUSY_CHECK succeeds: waiting ($(date -u +%T))" >&2
+		said=1
+		sleep 10
+	done
+	[ $said = 0 ] || echo "uring_probe.sh: idle again ($(date -u +%T))" >&2
+}
+
 mkdir -p "$OUT/raw"
 OUT=$(realpath "$OUT")
 {
@@ -67,13 +86,25 @@ OUT=$(realpath "$OUT")
 	echo "perf=$(perf --version)"
 	echo "enable_uring_at_start=$sw0 dev_fuse_mode=$fuse_mode0"
 	echo "io_uring_disabled=$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo '?')"
-	echo "runs=$RUNS secs=$SECS probe_opts=$PROBE_OPTS"
+	echo "runs=$RUNS secs=$SECS probe_opts=$PROBE_OPTS busy_check=${BUSY_CHECK:-}"
 	echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "ci_running_start=$(pgrep -f /work/ci/ >/dev/null && echo yes || echo no)"
+	echo "busy_start=$(busy && echo yes || echo no)"
 } >"$OUT/meta.txt"
 top -bn1 -w 200 | head -20 >"$OUT/top-start.txt"
 
 run_one() { # run_one RUN TRANSPORT OP CLIENTS
+	local base="$OUT/raw/r$1_$2_$3_c$4"
+	while :; do
+		wait_idle
+		run_probe "$@"
+		busy || break
+		echo "uring_probe.sh: something else ran during run $1 $2 $3 x$4: again" >&2
+	done
+	echo "LOAD $(cut -d' ' -f1-3 /proc/loadavg)" >>"$base.out"
+	grep '^RESULT' "$base.out"
+}
+
+run_probe() { # run_probe RUN TRANSPORT OP CLIENTS
 	local base="$OUT/raw/r$1_$2_$3_c$4"
 	# shellcheck disable=SC2086 # PROBE_OPTS: words
 	if ! perf stat -x, -e task-clock,context-switches,cpu-migrations -o "$base.perf" -- \
@@ -81,9 +112,8 @@ run_one() { # run_one RUN TRANSPORT OP CLIENTS
 		$PROBE_OPTS >"$base.out" 2>"$base.err"; then
 		echo "uring_probe.sh: run $1 $2 $3 x$4 failed:" >&2
 		cat "$base.err" >&2
-		return 1
+		exit 1
 	fi
-	grep '^RESULT' "$base.out"
 }
 
 read -ra T <<<"$TRANSPORTS"
@@ -105,6 +135,7 @@ done
 if [ "$PERF_RECORD" = 1 ]; then
 	for op in getattr read; do
 		for t in "${T[@]}"; do
+			wait_idle
 			# shellcheck disable=SC2086
 			perf record -q -F 2999 -g -o "$OUT/raw/perf-$t-$op.data" -- \
 				"$PROBE" bench --quiet --transport "$t" --op "$op" --clients 1 \
@@ -122,7 +153,7 @@ fi
 
 {
 	echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "ci_running_end=$(pgrep -f /work/ci/ >/dev/null && echo yes || echo no)"
+	echo "busy_end=$(busy && echo yes || echo no)"
 	echo "elapsed_s=$(($(date +%s) - start))"
 } >>"$OUT/meta.txt"
 top -bn1 -w 200 | head -20 >"$OUT/top-end.txt"

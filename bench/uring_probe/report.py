@@ -17,12 +17,17 @@ TRANSPORTS = ["dev", "uring", "libfuse"]
 
 
 def parse_result(path):
+    res, load = None, float("nan")
     with open(path) as f:
         for line in f:
             if line.startswith("RESULT"):
                 d = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', line))
-                return {k: v.strip('"') for k, v in d.items()}
-    return None
+                res = {k: v.strip('"') for k, v in d.items()}
+            elif line.startswith("LOAD "):
+                load = float(line.split()[1])
+    if res is not None:
+        res["load1"] = load
+    return res
 
 
 def parse_perf(path):
@@ -61,6 +66,7 @@ for path in sorted(glob.glob(os.path.join(out, "raw", "r*_*_*_c*.out"))):
         "task_clock_ms": perf.get("task-clock", float("nan")),
         "csw": perf.get("context-switches", float("nan")),
         "migrations": perf.get("cpu-migrations", float("nan")),
+        "load1": res["load1"],
     })
 
 meta = {}
@@ -148,6 +154,9 @@ for op in OPS:
                 f"{med([r['ring_share'] for r in rs]):.2f} |")
 table2 = "\n".join(lines)
 
+lv = [r["load1"] for r in runs if r["load1"] == r["load1"]]
+loads = (f"median {statistics.median(lv):.2f}, {min(lv):.2f} to {max(lv):.2f}" if lv else "not recorded")
+
 md = f"""# FUSE transports on this machine: /dev/fuse, io_uring, libfuse (bench/uring_probe.sh)
 
 Machine: {meta.get('cpus', '?')} CPUs (possible {meta.get('cpus', '').split('possible=')[-1]}),
@@ -156,9 +165,11 @@ kernel {meta.get('kernel', '?')}; liburing {meta.get('liburing', '?')}; libfuse 
 {meta.get('perf', '?')}. Commit {meta.get('commit', '?')}, {meta.get('date_utc', '?')}.
 
 Load average (1, 5, 15 min) at the start {meta.get('load_start', '?')}, at the end
-{meta.get('load_end', '?')}; the CI run was {'running' if meta.get('ci_running_start') == 'yes' else 'not running'}
-at the start and {'running' if meta.get('ci_running_end') == 'yes' else 'not running'} at the end
-(top-start.txt, top-end.txt). {meta.get('runs', '?')} runs of {meta.get('secs', '?')} s per figure
+{meta.get('load_end', '?')}; 1-minute load average after each run: {loads}
+(top-start.txt, top-end.txt; the probe itself keeps about 2 busy).
+BUSY_CHECK `{meta.get('busy_check', '') or 'none'}`: busy at the start {meta.get('busy_start', '?')},
+at the end {meta.get('busy_end', '?')} (runs wait while it succeeds and are done again if it
+succeeded during them). {meta.get('runs', '?')} runs of {meta.get('secs', '?')} s per figure
 (after 0.3 s of warm-up), the transports' order rotating from run to run; the whole took
 {meta.get('elapsed_s', '?')} s. Probe options: `{meta.get('probe_opts', '') or 'defaults'}`.
 
