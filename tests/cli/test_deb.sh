@@ -102,8 +102,8 @@ check "the .deb has umount.fuse.ordfs.8.gz -> umount.ordfs.8.gz" \
 check "the .deb has the copyright file" has /usr/share/doc/ordfs/copyright
 check "everything is under /usr (merged /usr: nothing in /sbin, /bin, /lib)" \
 	bash -c "! grep -Ev '^/(usr(/.*)?)?$|^/usr/' '$WORK/contents'"
-check "no test or benchmark program is shipped (ordfs-corrupt, fsync_latency)" \
-	bash -c "! grep -Eq 'ordfs-corrupt|fsync_latency|/test' '$WORK/contents'"
+check "no test or benchmark program is shipped (ordfs-corrupt, fsync_latency, fuse_transport_probe)" \
+	bash -c "! grep -Eq 'ordfs-corrupt|fsync_latency|fuse_transport_probe|/test' '$WORK/contents'"
 DEPENDS=$(dpkg-deb -f "$DEB" Depends)
 check "it depends on fuse3 (mount.fuse3) and libfuse3 ($DEPENDS)" \
 	bash -c "grep -Eq '(^|, )fuse3( |,|$)' <<<'$DEPENDS' && grep -q libfuse3 <<<'$DEPENDS'"
