@@ -122,7 +122,32 @@ run_tsan_suite() {
 	fi
 }
 
+# The transport (src/daemon/transport/): the normal build's daemons serve
+# over /dev/fuse (enable_uring off: -o io_uring=auto finds no io_uring,
+# the default for a user of a stock kernel); the sanitizer builds' daemons
+# over FUSE-over-io_uring (enable_uring on, and ORDFS_TEST_URING=require
+# makes a daemon that could not use it fail its mount instead of falling
+# back unnoticed).  The switch is put back as found when the run ends,
+# however it ends.  Without the switch (a kernel before 6.14) every tier
+# runs over /dev/fuse and the summary says so.
+ENABLE_URING=/sys/module/fuse/parameters/enable_uring
+if [ -w "$ENABLE_URING" ]; then
+	uring_note="transport: normal over /dev/fuse; asan+ubsan and tsan over io_uring"
+	enable_uring_was=$(cat "$ENABLE_URING")
+	trap 'echo "$enable_uring_was" > "$ENABLE_URING" 2>/dev/null || true' EXIT
+	set_uring() {
+		echo "$1" > "$ENABLE_URING"
+		if [ "$1" = 1 ]; then export ORDFS_TEST_URING=require; else unset ORDFS_TEST_URING; fi
+	}
+else
+	uring_note="transport: every tier over /dev/fuse: $ENABLE_URING is missing or not writable (FUSE over io_uring needs Linux 6.14+ with CONFIG_FUSE_IO_URING, and root)"
+	set_uring() { :; }
+fi
+echo "=== $uring_note"
+
+set_uring 0
 run_suite normal "$BUILD_DIR" || true
+set_uring 1
 ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} ORDFS_SQLITE_STATES=${ORDFS_SQLITE_STATES:-300} \
 	TEST_ARGS="--no-suite nbd" \
 	run_suite asan+ubsan "$ASAN_BUILD_DIR" -Db_sanitize=address,undefined -Db_lundef=false || true
@@ -130,6 +155,7 @@ result[tsan]="skipped (TSAN=0)"
 if [ "${TSAN:-1}" != 0 ]; then
 	run_tsan_suite
 fi
+set_uring 0
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 result[fuzz]="skipped (FUZZ_SECONDS=0)"
@@ -143,7 +169,7 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
 fi
 
 echo
-echo "=== summary"
+echo "=== summary ($uring_note)"
 status=0
 for name in normal asan+ubsan tsan fuzz; do
 	skipped=${skips[$name]:-}

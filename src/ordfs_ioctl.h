@@ -34,7 +34,7 @@ enum ordfs_flush_state {
 };
 
 struct ordfs_stats {
-	uint32_t version;          /* 1 */
+	uint32_t version;          /* ORDFS_STATS_VERSION */
 	uint32_t block_size;
 	char options[512];         /* the mount options in force */
 	uint64_t journal_blocks;   /* log size (blocks) */
@@ -58,7 +58,18 @@ struct ordfs_stats {
 				      FUSE, from the kernel) since mount */
 	uint64_t copy_range_bytes; /* file data copied inside the image by
 				      copy_file_range since mount */
+	/* Version 2: how requests reach the daemon (-o io_uring). */
+	char transport[16];        /* "io_uring" or "/dev/fuse" */
+	char transport_note[128];  /* on /dev/fuse: why not io_uring */
+	uint32_t uring_queues;     /* the kernel's queues (one per possible CPU) */
+	uint32_t uring_threads;    /* threads serving them, all queues */
+	uint32_t uring_threads_peak_queue; /* most threads one queue has had */
+	uint32_t reserved2;
+	uint64_t uring_requests;   /* requests answered through the rings */
+	uint64_t dev_requests;     /* requests read from /dev/fuse (not counted
+				      with io_uring=off) */
 };
+#define ORDFS_STATS_VERSION 2
 #define ORDFS_IOC_STATS _IOR('o', 0x02, struct ordfs_stats)
 
 /* Discards every free block of the image (fstrim): an image file gets

@@ -23,6 +23,7 @@
  * strongest promise no caller can tell from what it asked for.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <linux/capability.h>
 #include <stdint.h>
@@ -35,6 +36,23 @@
 #include "../ops.h"
 #include "../ordfs_ioctl.h"
 #include "../stats/stats.h"
+#include "transport/transport.h"
+
+/* The transport's part of ordfsctl stats. */
+static void daemon_transport_stats(struct daemon_ctx *dc, struct ordfs_stats *st)
+{
+	struct transport_stats ts;
+	if (!dc->transport)
+		return;
+	transport_get_stats(dc->transport, &ts);
+	snprintf(st->transport, sizeof(st->transport), "%s", ts.uring ? "io_uring" : "/dev/fuse");
+	snprintf(st->transport_note, sizeof(st->transport_note), "%s", ts.why_not);
+	st->uring_queues = ts.queues;
+	st->uring_threads = ts.threads;
+	st->uring_threads_peak_queue = ts.threads_peak_queue;
+	st->uring_requests = ts.ring_requests;
+	st->dev_requests = ts.dev_requests;
+}
 
 /* May the caller run an ioctl that changes the image or costs everyone
  * I/O?  CAP_SYS_ADMIN, or it is the mount's owner. */
@@ -145,6 +163,7 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 			break;
 		}
 		ordfs_stats_fill(ctx_of(req)->fs, &st);
+		daemon_transport_stats(ctx_of(req), &st);
 		fuse_reply_ioctl(req, 0, &st, sizeof(st));
 		return;
 	}

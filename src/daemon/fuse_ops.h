@@ -17,6 +17,7 @@ struct blockdev;
 struct open_file;
 struct fuse_session;
 struct daemon_options;
+struct transport;
 
 /* What main.c's device_grew hook says of the image's device. */
 struct device_room {
@@ -44,6 +45,7 @@ struct daemon_ctx {
 #endif
 	struct ordfs_mutex files_lock;   /* open_files */
 	struct fuse_session *se;         /* for notifications to the kernel */
+	struct transport *transport;     /* how requests come (ordfsctl stats) */
 	const struct daemon_options *options; /* as started (a remount's base) */
 	struct open_file *open_files; /* every open file's error cursor */
 };

@@ -45,6 +45,7 @@
 #include "remount_client.h"
 #include "readahead.h"
 #include "test_hooks.h"
+#include "transport/transport.h"
 #include "../fs.h"
 #include "../blockdev/blockdev.h"
 #include "../journal/journal.h"
@@ -135,6 +136,11 @@ static void usage(FILE *out)
 		"  nbd_timeout=SECONDS  an NBD image's request (or reconnect) limit before\n"
 		"                  it fails with EIO (default 30)\n"
 		"  nofua           never use the NBD server's FUA writes (fua: the default)\n"
+		"  io_uring=       how requests come from the kernel: auto (default) takes\n"
+		"                  FUSE over io_uring when the kernel offers it (Linux\n"
+		"                  6.14+, after echo 1 > /sys/module/fuse/parameters/\n"
+		"                  enable_uring), else /dev/fuse; on: io_uring or no mount;\n"
+		"                  off: /dev/fuse only\n"
 		"Defaults recorded in the image (mkfs.ordfs -E mount_opts=) apply first;\n"
 		"options given here override them.\n"
 		"\n"
@@ -495,14 +501,6 @@ static void set_read_ahead(const struct daemon_options *o, const char *mountpoin
 		       "kernel's default stays", o->mountpoint, o->read_ahead_kb, strerror(-err));
 }
 
-static int serve(struct fuse_session *se, const struct daemon_options *o)
-{
-	if (o->single_thread)
-		return fuse_session_loop(se);
-	struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 16 };
-	return fuse_session_loop_mt(se, &cfg);
-}
-
 int main(int argc, char **argv)
 {
 	struct daemon_options o;
@@ -616,6 +614,13 @@ int main(int argc, char **argv)
 	}
 	int status = 1;
 	bool recorded = false; /* a utab line for the mount (record_umount_helper) */
+	struct transport *transport = NULL;
+	if (transport_new(se, o.io_uring, o.single_thread, &transport, err_msg,
+			  sizeof(err_msg)) != 0) {
+		logmsg(LOG_ERR, "%s", err_msg);
+		goto out_session;
+	}
+	dctx.transport = transport;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	/* mountinfo names the mount point resolved, as realpath does now
@@ -672,6 +677,16 @@ int main(int argc, char **argv)
 	if (dctx.fs->recovery.needed)
 		logmsg(LOG_NOTICE, "recovered the journal: %u transactions replayed",
 		       dctx.fs->recovery.transactions);
+	/* INIT: with io_uring=auto or on the transport answers it now, so a
+	 * mount that asked for io_uring and cannot have it fails here. */
+	if (transport_start(transport, err_msg, sizeof(err_msg)) != 0) {
+		logmsg(LOG_ERR, "%s", err_msg);
+		finish_detach(verdict_fd, false);
+		transport_stop(transport);
+		daemon_release_all_files(&dctx);
+		ordfs_unmount(dctx.fs);
+		goto out_unmount;
+	}
 	/* The mount is live; the parent (and mount(8) behind it) returns once
 	 * umount(8) has been told to wait for us.  Recording looks at no
 	 * path in the mount (utab.c, U4), so it needs no loop serving yet. */
@@ -679,7 +694,11 @@ int main(int argc, char **argv)
 	finish_detach(verdict_fd, true);
 
 	main_thread = pthread_self();
-	int loop = serve(se, &o);
+	int loop = transport_serve(transport);
+	/* No handler may run once the filesystem is unmounted: the rings'
+	 * threads finish the request in hand and stop (the /dev/fuse loop's
+	 * threads are joined already). */
+	transport_stop(transport);
 	/* A loop ended by a signal returns its number (SIGTERM, SIGINT,
 	 * SIGHUP: libfuse's handlers); anything else is a failure. */
 	if (loop < 0 || (loop > 0 && loop != SIGTERM && loop != SIGINT && loop != SIGHUP))
@@ -698,6 +717,7 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
+	transport_destroy(transport); /* the rings hold /dev/fuse: before the session */
 	fuse_session_destroy(se);
 	/* Freed (unless lost: then it is another's); a start that failed
 	 * puts back what the record's sector held before. */

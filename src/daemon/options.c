@@ -165,6 +165,13 @@ static int parse_one(const char *opt, struct daemon_options *o, char *err, size_
 		o->writeback_cache = opt[0] == 'w';
 		return 0;
 	}
+	if (strncmp(opt, "io_uring=", 9) == 0) {
+		int m = transport_uring_mode_parse(opt + 9);
+		if (m < 0)
+			return fail(err, errlen, "bad io_uring '%s' (off, auto or on)", opt + 9);
+		o->io_uring = (enum transport_uring_mode)m;
+		return 0;
+	}
 	if (strcmp(opt, "discard") == 0 || strcmp(opt, "nodiscard") == 0) {
 		o->fs.discard = opt[0] == 'd';
 		return 0;
@@ -295,6 +302,7 @@ int daemon_parse_args_over(int argc, char **argv, const char *image_defaults,
 	memset(o, 0, sizeof(*o));
 	ordfs_options_default(&o->fs);
 	o->read_ahead_kb = DAEMON_DEFAULT_READ_AHEAD_KB;
+	o->io_uring = TRANSPORT_URING_AUTO;
 	strcpy(o->fuse_opts, "default_permissions");
 	if (image_defaults && *image_defaults) {
 		int rc = parse_list(image_defaults, true, o, err, errlen);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "../fs.h"
+#include "transport/transport.h"
 
 /* Cold sequential reads of a 256 MiB file (dd bs=1M after drop_caches,
  * medians of five): 128 KiB (the kernel's default) 0.25 s, 1 MiB 0.13 s,
@@ -39,6 +40,9 @@ struct daemon_options {
 	/* The kernel holds written data and sends it later (FUSE's writeback
 	 * cache; off by default: DESIGN.md, "Writes through the kernel"). */
 	bool writeback_cache;
+	/* -o io_uring=off|auto|on: how requests reach the daemon
+	 * (transport/transport.h); auto by default. */
+	enum transport_uring_mode io_uring;
 	/* Comma-separated options for libfuse (always includes
 	 * default_permissions, see options.c). */
 	char fuse_opts[PATH_MAX + 1024];

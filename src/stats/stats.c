@@ -40,7 +40,7 @@ void ordfs_options_describe(const struct ordfs_options *o, char *buf, size_t len
 void ordfs_stats_fill(struct ordfs *fs, struct ordfs_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->version = 1;
+	out->version = ORDFS_STATS_VERSION;
 	out->block_size = fs->block_size;
 	struct ordfs_options opts;
 	ordfs_options_in_force(fs, &opts);

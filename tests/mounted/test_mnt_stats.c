@@ -29,7 +29,7 @@ static void get_stats(struct mnt *m, struct ordfs_stats *st)
 	memset(st, 0, sizeof(*st));
 	MNT_OK(ioctl(fd, ORDFS_IOC_STATS, st));
 	close(fd);
-	ck_assert_uint_eq(st->version, 1);
+	ck_assert_uint_eq(st->version, ORDFS_STATS_VERSION);
 }
 
 START_TEST(test_stats_follow_the_workload)

@@ -93,9 +93,9 @@ static int cmd_stats(const char *path, bool json)
 	memset(&st, 0, sizeof(st));
 	if (ask(path, ORDFS_IOC_STATS, &st, "stats"))
 		return 1;
-	if (st.version != 1) {
+	if (st.version != ORDFS_STATS_VERSION) {
 		fprintf(stderr, "ordfsctl: %s: the daemon speaks stats version %u, this ordfsctl "
-			"version 1\n", path, st.version);
+			"version %u\n", path, st.version, ORDFS_STATS_VERSION);
 		return 1;
 	}
 	st.options[sizeof(st.options) - 1] = '\0';

@@ -73,6 +73,13 @@ void stats_print_text(FILE *out, const char *mountpoint, const struct ordfs_stat
 	bytes(a, sizeof(a), st->write_bytes);
 	bytes(b, sizeof(b), st->copy_range_bytes);
 	fprintf(out, "  data in:        %s written, %s copied in the image\n", a, b);
+	if (st->transport[0] && strcmp(st->transport, "io_uring") == 0)
+		fprintf(out, "  transport:      io_uring: %u queues, %u threads (at most %u on one "
+			"queue); %" PRIu64 " requests through the rings, %" PRIu64 " on /dev/fuse\n",
+			st->uring_queues, st->uring_threads, st->uring_threads_peak_queue,
+			st->uring_requests, st->dev_requests);
+	else if (st->transport[0])
+		fprintf(out, "  transport:      /dev/fuse (%s)\n", st->transport_note);
 	if (!st->fsyncs) {
 		fprintf(out, "  fsync latency:  no fsync since mount\n");
 		return;
@@ -120,6 +127,14 @@ void stats_print_json(FILE *out, const struct ordfs_stats *st)
 		st->dirty_bytes, st->dirty_limit_bytes);
 	fprintf(out, ", \"data_in\": {\"written_bytes\": %" PRIu64 ", \"copied_bytes\": %" PRIu64 "}",
 		st->write_bytes, st->copy_range_bytes);
+	fprintf(out, ", \"transport\": {\"name\": ");
+	json_string(out, st->transport);
+	fprintf(out, ", \"note\": ");
+	json_string(out, st->transport_note);
+	fprintf(out, ", \"uring_queues\": %u, \"uring_threads\": %u, \"uring_threads_peak_queue\": %u"
+		", \"uring_requests\": %" PRIu64 ", \"dev_requests\": %" PRIu64 "}",
+		st->uring_queues, st->uring_threads, st->uring_threads_peak_queue,
+		st->uring_requests, st->dev_requests);
 	fprintf(out, ", \"fsync\": {\"calls\": %" PRIu64 ", \"mean_ns\": %" PRIu64
 		", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64
 		", \"p999_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64 "}}\n", st->fsyncs,

@@ -1,7 +1,9 @@
 /*
- * fuse_uring_abi.h - the parts of the FUSE kernel interface that the probe
- * needs and that Debian 12's <linux/fuse.h> (protocol 7.38) lacks: the
- * FUSE_INIT_EXT flag (7.36) and FUSE-over-io_uring (7.42, Linux 6.14).
+ * fuse_uring_abi.h - the parts of the FUSE kernel interface that the
+ * daemon's io_uring transport (transport/uring_pool.c) and the transport
+ * probe (bench/uring_probe/) need and that Debian 12's <linux/fuse.h>
+ * (protocol 7.38) lacks: the FUSE_INIT_EXT flag (7.36) and
+ * FUSE-over-io_uring (7.42, Linux 6.14).
  *
  * Written for this program from the kernel's interface as documented in
  * include/uapi/linux/fuse.h and Documentation/filesystems/fuse-io-uring.rst
@@ -9,8 +11,8 @@
  * guarded, so a newer <linux/fuse.h> that has them wins; the static
  * assertions below check the sizes either way.
  */
-#ifndef PROBE_FUSE_URING_ABI_H
-#define PROBE_FUSE_URING_ABI_H
+#ifndef ORDFS_FUSE_URING_ABI_H
+#define ORDFS_FUSE_URING_ABI_H
 
 #include <linux/fuse.h>
 #include <stdint.h>
