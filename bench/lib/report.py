@@ -21,13 +21,15 @@ import statistics
 import subprocess
 import sys
 
-TARGETS = ["host", "ordfs", "ordfs-ref", "ext4", "fuse2fs", "passthrough", "nbd"]
+TARGETS = ["host", "ordfs", "ordfs-dev", "ordfs-ref", "ext4", "fuse2fs", "passthrough", "nbd"]
 # ordfs-ref's label, ordfs@REV, is set from meta.txt in main()
-LABELS = {"host": "host dir", "ordfs": "ordfs", "ordfs-ref": "ordfs@ref",
+LABELS = {"host": "host dir", "ordfs": "ordfs", "ordfs-dev": "ordfs /dev/fuse",
+          "ordfs-ref": "ordfs@ref",
           "ext4": "ext4 (loop)",
           "fuse2fs": "fuse2fs", "passthrough": "passthrough_ll (FUSE ceiling)",
           "nbd": "ordfs over NBD (+%s per request)" % os.environ.get("NBD_DELAY", "1ms")}
-COLORS = {"host": "#000000", "ordfs": "#d62728", "ordfs-ref": "#e377c2",
+COLORS = {"host": "#000000", "ordfs": "#d62728", "ordfs-dev": "#8c564b",
+          "ordfs-ref": "#e377c2",
           "ext4": "#1f77b4",
           "fuse2fs": "#2ca02c", "passthrough": "#9467bd", "nbd": "#ff7f0e"}
 # the FUSE ceiling: every figure is also divided by this target's

@@ -6,6 +6,10 @@
 #
 #   host         a plain directory on the host filesystem: the reference
 #   ordfs        a fresh image from mkfs.ordfs, mounted by the ordfs daemon
+#                (requests over io_uring when the kernel offers it: bench/run
+#                turns enable_uring on for the run, URING=asis leaves it)
+#   ordfs-dev    the same over /dev/fuse (-o io_uring=off): the transports
+#                side by side in one run
 #   ordfs-ref    the same, with mkfs.ordfs, the daemon and ordfsctl of another
 #                revision (bench/run --ref REV, built in WORK): "before" next
 #                to "after" in one run; only with --ref
@@ -28,7 +32,7 @@
 # subshells all see the same picture.
 
 # shellcheck disable=SC2034 # used by bench/run
-TARGETS_ALL=(host ordfs ordfs-ref ext4 fuse2fs passthrough nbd)
+TARGETS_ALL=(host ordfs ordfs-dev ordfs-ref ext4 fuse2fs passthrough nbd)
 export NBD_DELAY=${NBD_DELAY:-1ms}
 NBD_SOCK=$WORK/nbd.sock
 NBD_URI="nbd+unix:///?socket=$NBD_SOCK"
@@ -37,6 +41,7 @@ target_label() {
 	case $1 in
 	host) echo "host dir" ;;
 	ordfs) echo "ordfs" ;;
+	ordfs-dev) echo "ordfs /dev/fuse" ;;
 	ordfs-ref) echo "ordfs@${REF_NAME:-?}" ;;
 	ext4) echo "ext4 (loop)" ;;
 	fuse2fs) echo "fuse2fs" ;;
@@ -52,7 +57,7 @@ target_dir() { # the directory the workloads use
 	esac
 }
 
-target_is_fuse() { [ "$1" = ordfs ] || [ "$1" = ordfs-ref ] || [ "$1" = fuse2fs ] || [ "$1" = passthrough ] || [ "$1" = nbd ]; }
+target_is_fuse() { [ "$1" = ordfs ] || [ "$1" = ordfs-dev ] || [ "$1" = ordfs-ref ] || [ "$1" = fuse2fs ] || [ "$1" = passthrough ] || [ "$1" = nbd ]; }
 
 target_build() { # the ordfs build directory of an ordfs TARGET (ordfs, ordfs-ref, nbd)
 	case $1 in
@@ -106,7 +111,7 @@ passthrough_build() { # build PASSTHROUGH_BIN if missing or older than its sourc
 target_check() { # prints why TARGET cannot run here; prints nothing if it can
 	case $1 in
 	host) ;;
-	ordfs | ordfs-ref)
+	ordfs | ordfs-dev | ordfs-ref)
 		if [ ! -c /dev/fuse ]; then
 			echo "no /dev/fuse"
 		elif ! command -v fusermount3 >/dev/null; then
@@ -167,9 +172,11 @@ target_mount() { # mount TARGET's existing image on its directory
 	mnt=$(target_dir "$t")
 	case $t in
 	host) ;;
-	ordfs | ordfs-ref)
+	ordfs | ordfs-dev | ordfs-ref)
 		# returns once the mount is live, then the daemon logs to syslog
-		"$(target_build "$t")/src/ordfs" "$img" "$mnt" ${ORDFS_OPTS:+-o "$ORDFS_OPTS"} </dev/null \
+		local opts=$ORDFS_OPTS
+		[ "$t" != ordfs-dev ] || opts="io_uring=off${opts:+,$opts}"
+		"$(target_build "$t")/src/ordfs" "$img" "$mnt" ${opts:+-o "$opts"} </dev/null \
 			>>"$WORK/logs/$t.log" 2>&1 || {
 			echo "$(target_label "$t") did not mount: $(tail -1 "$WORK/logs/$t.log")" >&2
 			return 1
@@ -224,7 +231,7 @@ target_unmount() { # unmount TARGET if mounted and wait until its image is close
 	mnt=$(target_dir "$t")
 	[ -e "$WORK/state/$t.mounted" ] || return 0
 	case $t in
-	ordfs | ordfs-ref)
+	ordfs | ordfs-dev | ordfs-ref)
 		if mountpoint -q "$mnt"; then
 			fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" || true
 		fi
@@ -271,7 +278,7 @@ target_setup() { # make TARGET's fresh image and mount it
 	mkdir -p "$(target_dir "$t")"
 	case $t in
 	host) ;;
-	ordfs | ordfs-ref) "$(target_build "$t")/tools/mkfs.ordfs" -q "$img" "$IMG_SIZE" ;;
+	ordfs | ordfs-dev | ordfs-ref) "$(target_build "$t")/tools/mkfs.ordfs" -q "$img" "$IMG_SIZE" ;;
 	ext4 | fuse2fs)
 		truncate -s "$IMG_SIZE" "$img"
 		# inode tables and journal written now, so no lazy-init thread
@@ -308,7 +315,7 @@ target_sync_cmd() { # the one command that makes all of TARGET durable, if any
 	dir=$(target_dir "$1")
 	case $1 in
 	host | ext4) echo "sync -f $dir" ;; # syncfs(2)
-	ordfs | ordfs-ref | nbd) echo "$(target_build "$1")/tools/ordfsctl sync $dir" ;;
+	ordfs | ordfs-dev | ordfs-ref | nbd) echo "$(target_build "$1")/tools/ordfsctl sync $dir" ;;
 	fuse2fs) ;; # syncfs does not reach FUSE daemons, and fuse2fs has no other
 	# passthrough_ll (no -o writeback) writes through to its backing
 	# directory at once: syncfs of that directory's filesystem is the call
@@ -363,7 +370,7 @@ block_disk() { # block_disk DIR: the disk (its name in /proc/diskstats) that hol
 target_flush_counter() { # target_flush_counter TARGET: "COUNT<tab>SOURCE" or "n/a<tab>WHY"
 	local t=$1 dev n cache
 	case $t in
-	ordfs | ordfs-ref | nbd)
+	ordfs | ordfs-dev | ordfs-ref | nbd)
 		n=$("$(target_build "$t")/tools/ordfsctl" stats --json "$(target_dir "$t")" 2>/dev/null |
 			python3 -c 'import json, sys; print(json.load(sys.stdin)["flushes"]["issued"])' 2>/dev/null) ||
 			n=

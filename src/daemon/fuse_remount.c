@@ -6,7 +6,8 @@
  * Rules: the string is parsed with the daemon's own option parser
  * (options.c), so every option means what it means at mount; what a
  * running daemon cannot change (the kernel's and libfuse's options such
- * as allow_other, writeback_cache, read_ahead_kb=, the NBD options) is
+ * as allow_other, writeback_cache, read_ahead_kb=, the NBD options,
+ * io_uring=) is
  * refused with the reason and nothing changes.  "ro" and "rw" are
  * ordfs's: the kernel's own flag is the caller's business (the helper
  * runs mount(2) for it when it can; remount_client.c).
@@ -55,9 +56,10 @@ int daemon_remount(struct daemon_ctx *dc, const char *opts, char *reply, size_t 
 	} else if (!err && (o->writeback_cache != dc->options->writeback_cache ||
 			    o->read_ahead_kb != dc->options->read_ahead_kb ||
 			    o->nbd_timeout_ms != dc->options->nbd_timeout_ms ||
-			    o->nbd_nofua != dc->options->nbd_nofua)) {
-		snprintf(reply, replylen, "writeback_cache, read_ahead_kb=, nbd_timeout= and nofua "
-			 "cannot change on a mounted filesystem");
+			    o->nbd_nofua != dc->options->nbd_nofua ||
+			    o->io_uring != dc->options->io_uring)) {
+		snprintf(reply, replylen, "writeback_cache, read_ahead_kb=, nbd_timeout=, nofua and "
+			 "io_uring= cannot change on a mounted filesystem");
 		err = -EINVAL;
 	} else if (!err) {
 		const char *why = NULL;

@@ -649,6 +649,10 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* The process that serves (the child, without -f): set before any
+	 * thread that may call on_fatal starts (the commit thread at
+	 * ordfs_mount, the rings' threads at INIT). */
+	main_thread = pthread_self();
 	if (reopen) {
 		if (reopen_image(&o, &sb, &bd) != 0) {
 			finish_detach(verdict_fd, false);
@@ -693,7 +697,6 @@ int main(int argc, char **argv)
 	recorded = record_umount_helper(&o, mountpoint_abs);
 	finish_detach(verdict_fd, true);
 
-	main_thread = pthread_self();
 	int loop = transport_serve(transport);
 	/* No handler may run once the filesystem is unmounted: the rings'
 	 * threads finish the request in hand and stop (the /dev/fuse loop's

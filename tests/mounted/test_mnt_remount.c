@@ -355,7 +355,8 @@ START_TEST(test_remount_refusals_change_nothing)
 	options_in_force(&m, before, sizeof(before));
 	static const char *const bad[] = {
 		"data=journal", "commit=2,data=writeback", "bogus", "ro,allow_other",
-		"writeback_cache", "commit=abc", "errors=whatever",
+		"writeback_cache", "commit=abc", "errors=whatever", "io_uring=off",
+		"io_uring=sometimes",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct mnt_run_result r;
