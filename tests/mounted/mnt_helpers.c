@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,6 +29,7 @@
 #include "check/check.h"
 #include "fs.h"
 #include "journal/journal.h"
+#include "ordfs_ioctl.h"
 
 #define LIVE_TIMEOUT_MS 30000u
 #define EXIT_TIMEOUT_MS 60000u
@@ -897,4 +899,14 @@ void mnt_expect_text(const char *path, const char *text)
 	close(fd);
 	buf[n] = '\0';
 	ck_assert_msg(strcmp(buf, text) == 0, "%s holds '%s', expected '%s'", path, buf, text);
+}
+
+void mnt_get_stats(struct mnt *m, struct ordfs_stats *st)
+{
+	int fd = open(m->mountpoint, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(fd, 0);
+	memset(st, 0, sizeof(*st));
+	MNT_OK(ioctl(fd, ORDFS_IOC_STATS, st));
+	close(fd);
+	ck_assert_uint_eq(st->version, ORDFS_STATS_VERSION);
 }

@@ -151,6 +151,11 @@ const char *mnt_path(struct mnt *m, const char *fmt, ...)
 const char *mnt_host_path(struct mnt *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+struct ordfs_stats;
+/* ORDFS_IOC_STATS on the mount (ordfsctl stats' figures); asserts the
+ * ioctl works and speaks this build's stats version. */
+void mnt_get_stats(struct mnt *m, struct ordfs_stats *st);
+
 /* Does path have another st_dev than its parent directory? */
 bool mnt_is_live(const char *mountpoint);
 /* Waits until mountpoint is live: 0, -ETIMEDOUT, or -ECHILD if daemon

@@ -27,22 +27,13 @@
 #define KIB 1024u
 #define MIB (1024u * 1024u)
 
-static void get_stats(struct mnt *m, struct ordfs_stats *st)
-{
-	int fd = open(m->mountpoint, O_RDONLY | O_DIRECTORY);
-	ck_assert_int_ge(fd, 0);
-	memset(st, 0, sizeof(*st));
-	MNT_OK(ioctl(fd, ORDFS_IOC_STATS, st));
-	close(fd);
-}
-
 /* The bytes copied in the image since the mount, as the daemon counts
  * them (a kernel that fell back to read and write would leave it alone
  * and count written bytes instead). */
 static uint64_t copied_so_far(struct mnt *m)
 {
 	struct ordfs_stats st;
-	get_stats(m, &st);
+	mnt_get_stats(m, &st);
 	return st.copy_range_bytes;
 }
 
@@ -109,7 +100,7 @@ START_TEST(test_copy_keeps_holes_and_stops_at_eof)
 	make_sparse(src, 7, 3 * MIB, data); /* a hole from 1 MiB + 1000 to 3 MiB too */
 
 	struct ordfs_stats before, after;
-	get_stats(&m, &before);
+	mnt_get_stats(&m, &before);
 	int in = open(src, O_RDONLY);
 	int out = open(mnt_path(&m, "dst"), O_RDWR | O_CREAT | O_TRUNC, 0644);
 	MNT_OK(in);
@@ -119,7 +110,7 @@ START_TEST(test_copy_keeps_holes_and_stops_at_eof)
 	ck_assert_int_eq(copy_range(in, 3 * MIB, out, 0, MIB), 0);
 	ck_assert_int_eq(copy_range(in, 3 * MIB - 10, out, 3 * MIB - 10, MIB), 10);
 	MNT_OK(fsync(out));
-	get_stats(&m, &after);
+	mnt_get_stats(&m, &after);
 	MNT_OK(close(in));
 	MNT_OK(close(out));
 
@@ -439,7 +430,7 @@ START_TEST(test_copy_across_two_mounts_goes_through_the_kernel)
 	mnt_start(&b, NULL);
 	mnt_write_pattern(mnt_path(&a, "src"), 300 * KIB, 4, 0644);
 	struct ordfs_stats before;
-	get_stats(&b, &before);
+	mnt_get_stats(&b, &before);
 	int in = open(mnt_path(&a, "src"), O_RDONLY);
 	int out = open(mnt_path(&b, "dst"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	MNT_OK(in);
@@ -455,7 +446,7 @@ START_TEST(test_copy_across_two_mounts_goes_through_the_kernel)
 		ck_assert_int_eq(n, 300 * KIB);
 		mnt_expect_pattern(mnt_path(&b, "dst"), 300 * KIB, 4);
 		struct ordfs_stats after;
-		get_stats(&b, &after);
+		mnt_get_stats(&b, &after);
 		ck_assert_uint_ge(after.write_bytes - before.write_bytes, 300 * KIB);
 	}
 	ck_assert_uint_eq(copied_so_far(&a), 0);
@@ -477,7 +468,7 @@ START_TEST(test_copy_without_the_op_goes_through_fuse)
 	const char *src = mnt_path(&m, "src");
 	mnt_write_pattern(src, MIB, 2, 0644);
 	struct ordfs_stats before, after;
-	get_stats(&m, &before);
+	mnt_get_stats(&m, &before);
 	int in = open(src, O_RDONLY);
 	int out = open(mnt_path(&m, "dst"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	MNT_OK(in);
@@ -485,7 +476,7 @@ START_TEST(test_copy_without_the_op_goes_through_fuse)
 	ck_assert_int_eq(copy_range(in, 0, out, 0, MIB), MIB);
 	MNT_OK(close(in));
 	MNT_OK(close(out));
-	get_stats(&m, &after);
+	mnt_get_stats(&m, &after);
 	mnt_expect_pattern(mnt_path(&m, "dst"), MIB, 2);
 	ck_assert_uint_eq(after.copy_range_bytes, 0);
 	ck_assert_uint_ge(after.write_bytes - before.write_bytes, MIB);

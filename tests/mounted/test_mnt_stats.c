@@ -22,23 +22,13 @@ static const char *bin(const char *name)
 	return p;
 }
 
-static void get_stats(struct mnt *m, struct ordfs_stats *st)
-{
-	int fd = open(m->mountpoint, O_RDONLY | O_DIRECTORY);
-	ck_assert_int_ge(fd, 0);
-	memset(st, 0, sizeof(*st));
-	MNT_OK(ioctl(fd, ORDFS_IOC_STATS, st));
-	close(fd);
-	ck_assert_uint_eq(st->version, ORDFS_STATS_VERSION);
-}
-
 START_TEST(test_stats_follow_the_workload)
 {
 	struct mnt m;
 	mnt_setup(&m, "64M");
 	mnt_start(&m, "data=journal,noatime,commit=30");
 	struct ordfs_stats st;
-	get_stats(&m, &st);
+	mnt_get_stats(&m, &st);
 	ck_assert_msg(strstr(st.options, "data=journal") && strstr(st.options, "commit=30") &&
 		      strstr(st.options, "noatime") && strstr(st.options, "barrier"),
 		      "options in force: %s", st.options);
@@ -55,12 +45,12 @@ START_TEST(test_stats_follow_the_workload)
 	int fd = open(mnt_path(&m, "big"), O_WRONLY | O_CREAT, 0644);
 	ck_assert_int_ge(fd, 0);
 	mnt_write_all(fd, buf, 1 << 20);
-	get_stats(&m, &st);
+	mnt_get_stats(&m, &st);
 	ck_assert_uint_ge(st.dirty_bytes, 1 << 20);
 	ck_assert_uint_ge(st.dirty_limit_bytes, st.dirty_bytes);
 	MNT_OK(fsync(fd));
 	close(fd);
-	get_stats(&m, &st);
+	mnt_get_stats(&m, &st);
 	ck_assert_uint_eq(st.dirty_bytes, 0);
 
 	/* Ten more fsyncs that each commit. */
@@ -71,7 +61,7 @@ START_TEST(test_stats_follow_the_workload)
 		MNT_OK(fsync(fd));
 	}
 	close(fd);
-	get_stats(&m, &st);
+	mnt_get_stats(&m, &st);
 	ck_assert_uint_ge(st.fsyncs, 11);
 	ck_assert_uint_ge(st.commits, commits0 + 11);
 	/* the ten appends each waited for a commit; the 1 MiB in data=journal

@@ -71,16 +71,6 @@ static void set_enable_uring(bool on)
 		write_switch(IO_URING_DISABLED, saved_disabled);
 }
 
-static void get_stats(struct mnt *m, struct ordfs_stats *st)
-{
-	int fd = open(m->mountpoint, O_RDONLY | O_DIRECTORY);
-	ck_assert_int_ge(fd, 0);
-	memset(st, 0, sizeof(*st));
-	MNT_OK(ioctl(fd, ORDFS_IOC_STATS, st));
-	close(fd);
-	ck_assert_uint_eq(st->version, ORDFS_STATS_VERSION);
-}
-
 static void pin_to(unsigned cpu)
 {
 	cpu_set_t set;
@@ -190,7 +180,7 @@ START_TEST(test_requests_through_both_queues)
 	mnt_setup(&m, "128M");
 	mnt_start(&m, "io_uring=on");
 	struct ordfs_stats st;
-	get_stats(&m, &st);
+	mnt_get_stats(&m, &st);
 	ck_assert_str_eq(st.transport, "io_uring");
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	ck_assert_uint_ge(st.uring_queues, (unsigned)cpus);
@@ -206,7 +196,7 @@ START_TEST(test_requests_through_both_queues)
 		ck_assert_msg(!jobs[i].failed, "CPU %u: %s", i, jobs[i].why);
 	}
 	uint64_t before = st.uring_requests;
-	get_stats(&m, &st);
+	mnt_get_stats(&m, &st);
 	/* 40 files x (create, writes, fsync, reads, getattr, xattrs, links...) */
 	ck_assert_uint_gt(st.uring_requests, before + 40 * 8 * n);
 	/* What stays on /dev/fuse: INIT, FORGETs, the notifications' replies. */
@@ -216,7 +206,7 @@ START_TEST(test_requests_through_both_queues)
 	/* What the rings carried is on the image: mount over /dev/fuse, read. */
 	set_enable_uring(false);
 	mnt_start(&m, "io_uring=off");
-	get_stats(&m, &st);
+	mnt_get_stats(&m, &st);
 	ck_assert_str_eq(st.transport, "/dev/fuse");
 	ck_assert_str_eq(st.transport_note, "io_uring=off");
 	char path[MNT_FILE_LEN + 32];
@@ -306,7 +296,7 @@ START_TEST(test_blocked_handlers_do_not_stall_their_queue)
 	for (int i = 0; i < BLOCKED; i++)
 		ck_assert_msg(!atomic_load(&jobs[i].done), "fsync %d returned through the latch", i);
 	struct ordfs_stats s;
-	get_stats(&m, &s);
+	mnt_get_stats(&m, &s);
 	ck_assert_str_eq(s.transport, "io_uring");
 	/* the held fsyncs plus one free thread at least, on queue 0 */
 	ck_assert_uint_gt(s.uring_threads_peak_queue, BLOCKED);
@@ -344,13 +334,13 @@ static void expect_dev_fuse(struct mnt *m, const char *opts, const char *envvar,
 {
 	mnt_start_env(m, opts, envvar);
 	struct ordfs_stats st;
-	get_stats(m, &st);
+	mnt_get_stats(m, &st);
 	ck_assert_str_eq(st.transport, "/dev/fuse");
 	ck_assert_msg(strstr(st.transport_note, note_says), "note '%s' lacks '%s'",
 		      st.transport_note, note_says);
 	mnt_write_pattern(mnt_path(m, "f"), 300000, 7, 0644);
 	mnt_expect_pattern(mnt_path(m, "f"), 300000, 7);
-	get_stats(m, &st);
+	mnt_get_stats(m, &st);
 	ck_assert_uint_eq(st.uring_requests, 0);
 	ck_assert_uint_gt(st.dev_requests, 10);
 	mnt_stop(m);
@@ -440,7 +430,7 @@ START_TEST(test_memlock_limit)
 	mnt_write_pattern(mnt_path(&m, "f"), 2000000, 3, 0644);
 	mnt_expect_pattern(mnt_path(&m, "f"), 2000000, 3);
 	struct ordfs_stats st;
-	get_stats(&m, &st);
+	mnt_get_stats(&m, &st);
 	ck_assert_msg(strcmp(st.transport, "io_uring") == 0 || st.transport_note[0],
 		      "on /dev/fuse without a reason");
 	mnt_finish(&m);
