@@ -90,7 +90,20 @@ def b10(jobs, key):
     return lambda d: read_json(os.path.join(d, "B10-%d.check.json" % jobs))[key]
 
 
-# (id, workload, figure, unit, better: "hi" or "lo", extractor of one round)
+def b2_writer(d):
+    """B2's writer, MiB/s (fio's: its bytes over its run, the final
+    fdatasync included)."""
+    return fio_job(d, "B2.json", "writer")["write"]["bw_bytes"] / MIB
+
+
+def b2_disk(d):
+    """The disk's bandwidth measured just before B2 in the same round:
+    O_DIRECT 1 MiB writes to a file of the host filesystem, then fsync."""
+    return fio_job(d, "B2-disk.json", "disk")["write"]["bw_bytes"] / MIB
+
+
+# (id, workload, figure, unit, better: "hi", "lo" or "=" (neither: a check),
+# extractor of one round)
 METRICS = [
     ("B1.rate", "B1", "fsyncs/s", "/s", "hi",
      lambda d: fio_job(d, "B1.json", "B1")["write"]["iops"]),
@@ -104,8 +117,13 @@ METRICS = [
      lambda d: pct_ms(d, "B2.json", "fsyncer", 99)),
     ("B2.max", "B2", "fsync max", "ms", "lo",
      lambda d: sync_lat(d, "B2.json", "fsyncer")["max"] / 1e6),
-    ("B2.writer", "B2", "writer MiB/s", "MiB/s", "hi",
-     lambda d: fio_job(d, "B2.json", "writer")["write"]["bw_bytes"] / MIB),
+    ("B2.writer", "B2", "writer MiB/s", "MiB/s", "hi", b2_writer),
+    ("B2.disk", "B2", "disk MiB/s (O_DIRECT, same round)", "MiB/s", "hi", b2_disk),
+    ("B2.share", "B2", "writer / disk MiB/s", "x", "hi",
+     lambda d: b2_writer(d) / b2_disk(d)),
+    ("B2.reached", "B2", "disk bytes written / writer bytes", "x", "=",
+     lambda d: read_json(os.path.join(d, "B2.check.json"))[
+         "disk_written_per_writer_byte"]),
     ("B3.iops", "B3", "IOPS", "/s", "hi",
      lambda d: fio_job(d, "B3.json", "B3")["write"]["iops"]),
     ("B3.p99", "B3", "fdatasync p99", "ms", "lo",
@@ -164,9 +182,15 @@ METRICS = [
      b10(8, "flushes_per_fsync")),
 ]
 
+BETTER = {"hi": "higher", "lo": "lower", "=": "neither"}
+# figures of the host's disk, not of the target: not divided by the ceiling's
+NOT_OVER_CEILING = {"B2.disk", "B2.reached"}
+
 WORKLOADS = {
     "B1": "4 KiB append + fsync, one file, alone",
-    "B2": "B1 + a buffered 1 MiB streaming writer on another file",
+    "B2": "B1 + a 1 MiB streaming writer on another file that fdatasyncs "
+          "every few MiB, so its data reaches the disk on every target; "
+          "its MiB/s over the disk's, measured in the same round",
     "B3": "4 KiB random overwrite + fdatasync, preallocated file",
     "B4": "1 MiB sequential write + fsync, read back cold and warm",
     "B5": "create + write 4 KiB + close many files, then durable; then the warm tree listed and statted",
@@ -241,7 +265,8 @@ def main():
                 d = os.path.join(rawroot, r, t)
                 try:
                     vals.append(float(get(d)) if get else None)
-                except (OSError, KeyError, ValueError, AttributeError, TypeError):
+                except (OSError, KeyError, ValueError, AttributeError, TypeError,
+                        ZeroDivisionError):
                     vals.append(None)
             values[(mid, t)] = vals
     med = {}
@@ -286,7 +311,7 @@ def main():
                     cell += " [%d of %d rounds]" % (k, len(vals))
             cells.append(cell)
         lines.append("| %s | %s%s | %s |%s" % (
-            w, what, unit_s, "higher" if better == "hi" else "lower",
+            w, what, unit_s, BETTER[better],
             "".join(" %s |" % c for c in cells)))
     table = "\n".join(lines)
 
@@ -298,7 +323,7 @@ def main():
             " %s |" % LABELS[t] for t in others)]
         lines.append("|---|---|---|" + "---:|" * len(others))
         for mid, w, what, unit, better, _ in METRICS:
-            if med.get((mid, CEILING)) is None:
+            if med.get((mid, CEILING)) is None or mid in NOT_OVER_CEILING:
                 continue
             cells = []
             for t in others:
@@ -307,7 +332,7 @@ def main():
                              ("skipped" if t not in active else "n/a"))
             unit_s = unit_suffix(what, unit)
             lines.append("| %s | %s%s | %s |%s" % (
-                w, what, unit_s, "higher" if better == "hi" else "lower",
+                w, what, unit_s, BETTER[better],
                 "".join(" %s |" % c for c in cells)))
         ceiling_table = "\n".join(lines)
 
@@ -358,12 +383,14 @@ def main():
                   "latencies and seconds below 1.\n")
         md.append(ceiling_table + "\n")
     md.append("Workloads (sizes of this run: %s s per fio run for B1, B2, B3 "
-              "and B7, B8 %s per thread count, B2 writer file %s, B3 file %s, "
+              "and B7, B8 %s per thread count, B2 writer file %s with an "
+              "fdatasync every %s MiB and a disk probe of %s s, B3 file %s, "
               "B4 %s, B5 %s files in %s directories, B6 %s s, B7 tree of %s; "
               "B9 the project's tree at %s, `%s`, `%s`, %s git status runs; "
               "B10 %s s per fio run):\n"
               % (meta.get("runtime_s"), meta.get("b8_runtime"),
-                 meta.get("b2_writer_size"), meta.get("b3_size"),
+                 meta.get("b2_writer_size"), meta.get("b2_sync_mib"),
+                 meta.get("b2_disk_runtime_s"), meta.get("b3_size"),
                  meta.get("b4_size"), meta.get("b5_files"), meta.get("b5_dirs"),
                  meta.get("b6_time"), meta.get("tree"), meta.get("b9_source"),
                  meta.get("b9_meson"), meta.get("b9_ninja"),
@@ -400,13 +427,33 @@ def main():
               "(syncfs does not reach FUSE daemons; fuse2fs has no such call), "
               "syncfs of its backing directory for passthrough_ll (it writes "
               "through at once, without -o writeback). "
-              "B2's writer is buffered: on the host directory and ext4 its data "
-              "mostly stays in the host's page cache for the few seconds of a "
-              "run. B6: dbench's own MB/s and its Flush latency (mean and max: "
+              "B6: dbench's own MB/s and its Flush latency (mean and max: "
               "dbench gives no percentiles). B7's reader counts complete tar "
               "passes only. B9 runs everything with -j2 and no compiler "
               "cache; its git status runs are counted together, and the "
               "clone must come out clean.\n")
+    if any(med.get(("B2.writer", t)) is not None for t in active):
+        md.append("B2: the writer writes 1 MiB blocks, buffered, and calls "
+                  "fdatasync after every %s MiB (and once at the end, timed): "
+                  "at most that much of its data is not on the disk yet, "
+                  "wherever it waits (the host's page cache, that of a loop "
+                  "device's image file: the loop device turns ext4's flush "
+                  "into an fsync of the image; a FUSE daemon's memory: FUSE "
+                  "passes fsync to the daemon). The disk's bandwidth is "
+                  "measured just before each target's B2, in the same round: "
+                  "fio, 1 MiB writes with O_DIRECT for %s s over a %s MiB file "
+                  "of the host filesystem that holds the images, written in "
+                  "place, then one fsync, timed. `writer / disk MiB/s` is the "
+                  "median over rounds of each round's ratio. `disk bytes "
+                  "written / writer bytes`: what the disk below the work "
+                  "directory (%s) wrote during the fio run, from "
+                  "/proc/diskstats, over the writer's bytes; at 1 or above "
+                  "the writer's data did reach the disk; it counts everything "
+                  "written there (the fsyncer's appends and every journal, "
+                  "and other processes' writes: an upper bound on a shared "
+                  "machine).\n" % (
+                      meta.get("b2_sync_mib"), meta.get("b2_disk_runtime_s"),
+                      meta.get("b2_disk_size_mib"), meta.get("b2_disk", "?")))
     sources = b10_sources(rawroot, rounds, active)
     if sources:
         md.append("B10's flushes per fsync: the flushes between the start and "
@@ -454,7 +501,7 @@ def main():
         "rounds": n,
         "metrics": [{
             "id": mid, "workload": w, "figure": what, "unit": unit,
-            "better": "higher" if better == "hi" else "lower",
+            "better": BETTER[better],
             "targets": {t: {"median": med.get((mid, t)),
                             "ratio_to_host": ratio(mid, t),
                             "ratio_to_ceiling": ratio(mid, t, CEILING),

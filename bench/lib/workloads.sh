@@ -3,10 +3,12 @@
 # Sourced by bench/run.  Each w_BN TARGET DIR RAW runs in DIR (the target's
 # directory), leaves its tool's raw output in RAW (fio JSON, dbench text,
 # manyfiles.py JSON) for bench/lib/report.py, and removes what it wrote,
-# except B7's tree, which is made once per target and kept for later rounds.
+# except B7's tree, which is made once per target and kept for later rounds
+# (and B2's disk probe file, WORK/b2-disk.probe, kept for the whole run).
 # Sizes and durations come from bench/run: RUNTIME (seconds, B1 B2 B3 B7,
-# and each of B10's two fio runs),
-# B2_WRITER_SIZE, B3_SIZE, B4_SIZE, B5_FILES, B5_DIRS, B6_TIME, TREE_FILES,
+# and each of B10's two fio runs), B2_WRITER_SIZE, B2_SYNC_MIB (the B2
+# writer's fdatasync period, in MiB), B2_DISK_RUNTIME and B2_DISK_SIZE_MIB
+# (B2's disk probe), B3_SIZE, B4_SIZE, B5_FILES, B5_DIRS, B6_TIME, TREE_FILES,
 # TREE_DIRS, TREE_FILE_SIZE, B8_RUNTIME (a fio time: 2s, 500ms), and for
 # B9 B9_TARBALL (the project's source, git archive), B9_REPO (the git
 # repository to clone), B9_MESON_OPTS, B9_OBJECTS (0: build everything; N:
@@ -63,8 +65,18 @@ w_B1() { # 4 KiB append + fsync to one file, alone
 	rm -rf "$dir"
 }
 
-w_B2() { # B1 while a second process streams buffered 1 MiB writes to another file
-	local dir=$2/b2 raw=$3
+w_B2() { # B1 while a second job streams 1 MiB writes, fdatasync every B2_SYNC_MIB MiB
+	# Fair to every target: the writer's data must reach the disk during
+	# the run wherever it is cached (the host's page cache, the page cache
+	# of a loop device's backing file, a FUSE daemon's memory), because
+	# fdatasync goes down through every layer (a loop device turns the
+	# flush into an fsync of its image file; FUSE passes it to the daemon):
+	# no target holds more than B2_SYNC_MIB MiB of the writer's data
+	# unwritten.  The disk's own bandwidth is measured just before, in the
+	# same round (b2_disk_probe), and the host disk's writes are counted
+	# across the run, to show that the data did reach it.
+	local dir=$2/b2 raw=$3 before after
+	b2_disk_probe "$raw"
 	mkdir "$dir"
 	{
 		fio_global "$dir"
@@ -75,12 +87,88 @@ filename=stream
 rw=write
 bs=1m
 size=$B2_WRITER_SIZE
+fdatasync=$B2_SYNC_MIB
+end_fsync=1
 time_based=1
 runtime=$RUNTIME
 EOF
 	} >"$raw/B2.fio"
+	before=$(host_disk_written)
 	run_fio "$raw/B2.fio" "$raw/B2.json"
+	after=$(host_disk_written)
+	b2_check "$raw/B2.json" "$before" "$after" >"$raw/B2.check.json"
 	rm -rf "$dir"
+}
+
+b2_disk_probe() { # b2_disk_probe RAW: the disk's sequential write bandwidth now, into RAW/B2-disk.json
+	# fio, 1 MiB writes with O_DIRECT (past the page cache) to a file of
+	# the host filesystem that holds the images (WORK/b2-disk.probe,
+	# written in full once per run and overwritten in place after that,
+	# so that no block allocation is timed), for B2_DISK_RUNTIME seconds,
+	# then one fsync, whose time counts: MiB on stable storage per second.
+	local raw=$1 probe=$WORK/b2-disk.probe
+	if [ ! -e "$probe" ]; then
+		bounded 300 dd if=/dev/zero of="$probe.new" bs=1M count="$B2_DISK_SIZE_MIB" \
+			oflag=direct conv=fsync status=none
+		mv "$probe.new" "$probe"
+	fi
+	cat >"$raw/B2-disk.fio" <<EOF
+[global]
+ioengine=psync
+invalidate=0
+
+[disk]
+filename=$probe
+rw=write
+bs=1m
+direct=1
+size=${B2_DISK_SIZE_MIB}m
+end_fsync=1
+time_based=1
+runtime=$B2_DISK_RUNTIME
+EOF
+	bounded $((B2_DISK_RUNTIME * 4 + 300)) fio --output-format=json --output="$raw/B2-disk.json" \
+		"$raw/B2-disk.fio" >/dev/null
+}
+
+host_disk_written() { # "BYTES<tab>DISK": what the disk under WORK has written so far, or "n/a<tab>WHY"
+	local dev n
+	dev=$(block_disk "$WORK") || {
+		printf 'n/a\t%s\n' "no block device under $WORK"
+		return 0
+	}
+	# /proc/diskstats: the 10th field is the sectors written (512 bytes)
+	n=$(awk -v d="$dev" '$3 == d { print $10 }' /proc/diskstats)
+	if [ -n "$n" ]; then
+		printf '%s\t%s\n' $((n * 512)) "$dev"
+	else
+		printf 'n/a\t%s\n' "/proc/diskstats has no line for $dev"
+	fi
+}
+
+b2_check() { # b2_check FIO.json BEFORE AFTER: the writer's bytes and the host disk's, as JSON
+	# The disk's count is that of the whole disk under the work directory:
+	# everything written to it during the run is in it (the fsyncer's
+	# appends and journal commits, other processes' writes on a shared
+	# machine), so it is an upper bound on what the writer wrote there.
+	python3 - "$@" <<'PY'
+import json, sys
+path, before, after = sys.argv[1:4]
+with open(path) as f:
+    text = f.read()
+jobs = {j["jobname"]: j for j in json.loads(text[text.index("{"):])["jobs"]}
+writer = jobs["writer"]["write"]["io_bytes"]
+b, disk = before.split("\t", 1)
+a, why = after.split("\t", 1)
+written = int(a) - int(b) if b != "n/a" and a != "n/a" else None
+json.dump({"writer_bytes": writer,
+           "disk": disk if written is not None else "n/a: " + (disk if b == "n/a" else why),
+           "disk_written_bytes": written,
+           "disk_written_per_writer_byte":
+               written / writer if written is not None and writer else None},
+          sys.stdout)
+print()
+PY
 }
 
 w_B3() { # 4 KiB random overwrite + fdatasync on a file written (and fsynced) first
