@@ -33,6 +33,7 @@
 
 struct blockdev;
 struct bcache;
+struct block_pool;
 struct alloc;
 struct inode_cache;
 
@@ -97,6 +98,7 @@ struct ordfs {
 	struct journal *journal; /* NULL when mounted read-only without rw_capable */
 	struct alloc *alloc;
 	struct inode_cache *icache;
+	struct block_pool *page_pool; /* file data pages' memory (base/block_pool.h) */
 	struct journal_recovery_info recovery; /* what the mount replayed */
 
 	/* super/ */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "guard.h"
+#include "base/block_pool.h"
 #include "base/log.h"
 #include "blockdev.h"
 #include "lock/lock.h"
@@ -27,7 +28,8 @@ struct retained {
 	uint64_t seq;      /* of the write this copies */
 	bool stale;        /* the device may have dropped it: write again */
 	struct retained *next;
-	uint8_t data[];
+	uint8_t *data;     /* block_size bytes from g->pool */
+	struct block_slab *slab;
 };
 
 struct guard {
@@ -39,6 +41,7 @@ struct guard {
 	struct ordfs_rwlock mode_lock; /* cfg.policy, cfg.retain (guard.h) */
 	struct ordfs_mutex flush_lock; /* one flush at a time */
 	struct retained **table;
+	struct block_pool *pool;       /* the copies' bytes (every write makes one) */
 	uint64_t buckets, count;
 	uint64_t write_seq;
 	uint64_t failed_flushes;    /* moves when a flush fails */
@@ -117,6 +120,12 @@ static void table_grow(struct guard *g)
 	free(old);
 }
 
+static void retained_free(struct guard *g, struct retained *e)
+{
+	block_pool_put(g->pool, e->slab, e->data);
+	free(e);
+}
+
 /* Records the copy of one block written by write number seq; stale if a
  * flush failed while the write was under way. */
 static int retain_block(struct guard *g, uint64_t blockno, const uint8_t *data, uint64_t seq,
@@ -127,9 +136,14 @@ static int retain_block(struct guard *g, uint64_t blockno, const uint8_t *data, 
 	while (e && e->blockno != blockno)
 		e = e->next;
 	if (!e) {
-		e = malloc(sizeof(*e) + g->cfg.block_size);
+		e = malloc(sizeof(*e));
 		if (!e)
 			return -ENOMEM;
+		e->data = block_pool_get(g->pool, &e->slab);
+		if (!e->data) {
+			free(e);
+			return -ENOMEM;
+		}
 		e->blockno = blockno;
 		e->seq = 0;
 		e->next = *s;
@@ -188,7 +202,7 @@ static void table_remove_if(struct guard *g,
 			struct retained *e = *pp;
 			if (drop(e, arg)) {
 				*pp = e->next;
-				free(e);
+				retained_free(g, e);
 				g->count--;
 			} else {
 				pp = &e->next;
@@ -229,7 +243,7 @@ static void forget_range(struct guard *g, uint64_t first, uint64_t n, uint64_t s
 		if (*pp && (*pp)->seq < seq) {
 			struct retained *e = *pp;
 			*pp = e->next;
-			free(e);
+			retained_free(g, e);
 			g->count--;
 		}
 	}
@@ -612,6 +626,7 @@ static void guard_destroy(struct blockdev *bd)
 {
 	struct guard *g = to_guard(bd);
 	table_remove_if(g, always, NULL);
+	block_pool_destroy(g->pool);
 	free(g->table);
 	free(g->inflight);
 	ordfs_mutex_destroy(&g->lock);
@@ -717,7 +732,8 @@ int flush_guard_create(struct blockdev *inner, const struct flush_guard_config *
 		g->cfg.retain_limit = DEFAULT_RETAIN_LIMIT;
 	g->buckets = 1024;
 	g->table = calloc(g->buckets, sizeof(*g->table));
-	if (!g->table) {
+	if (!g->table || block_pool_new(cfg->block_size, &g->pool) != 0) {
+		free(g->table);
 		free(g);
 		return -ENOMEM;
 	}

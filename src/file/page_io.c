@@ -112,12 +112,9 @@ int file_page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool who
 	 * read into it whole, and only a page over a hole starts from zeros
 	 * (zeroing every page was 6% of the daemon's time creating small
 	 * files, bench/results/2026-12-04_profile). */
-	page = malloc(sizeof(*page) + fs->block_size);
+	page = page_new(fs, lblk);
 	if (!page)
 		return -ENOMEM;
-	page->lblk = lblk;
-	page->reserved = false;
-	page->next = NULL;
 
 	struct ordfs_extent ext;
 	int mapped = extent_lookup(fs, inode, lblk, &ext);
@@ -134,7 +131,7 @@ int file_page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool who
 	else if (!err && !whole)
 		memset(page->data, 0, fs->block_size);
 	if (err) {
-		free(page);
+		page_free(fs, page);
 		return err;
 	}
 	/* Never let bytes past EOF from an old life of the block through. */
@@ -147,7 +144,7 @@ int file_page_get(struct ordfs *fs, struct inode *inode, uint64_t lblk, bool who
 	if (err) {
 		if (page->reserved)
 			alloc_unreserve(fs->alloc, 1);
-		free(page);
+		page_free(fs, page);
 		return err;
 	}
 	*out = page;

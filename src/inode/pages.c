@@ -12,6 +12,7 @@
 #include "fs.h"
 #include "inode.h"
 #include "pages.h"
+#include "base/block_pool.h"
 #include "alloc/alloc.h"
 
 /* Hash buckets of a file's page cache at first; they double as pages
@@ -29,7 +30,35 @@ struct page_cache {
 	 * every page (walking 130k pages per 1 MiB slice was 38% of the
 	 * daemon's CPU under bench B2's writer, all of it under the lock). */
 	uint64_t low_lblk;
+	struct block_pool *pool; /* where the pages' bytes go back */
 };
+
+struct page *page_new(struct ordfs *fs, uint64_t lblk)
+{
+	struct page *page = malloc(sizeof(*page));
+	if (!page)
+		return NULL;
+	page->data = block_pool_get(fs->page_pool, &page->slab);
+	if (!page->data) {
+		free(page);
+		return NULL;
+	}
+	page->lblk = lblk;
+	page->reserved = false;
+	page->next = NULL;
+	return page;
+}
+
+static void page_release(struct block_pool *pool, struct page *page)
+{
+	block_pool_put(pool, page->slab, page->data);
+	free(page);
+}
+
+void page_free(struct ordfs *fs, struct page *page)
+{
+	page_release(fs->page_pool, page);
+}
 
 bool pages_has_dirty(const struct inode *inode)
 {
@@ -127,7 +156,7 @@ void pages_remove(struct ordfs *fs, struct inode *inode, struct page *page)
 		inode->pages->reserved--;
 		alloc_unreserve(fs->alloc, 1);
 	}
-	free(page);
+	page_free(fs, page);
 }
 
 void pages_destroy(struct inode *inode)
@@ -138,7 +167,7 @@ void pages_destroy(struct inode *inode)
 		struct page *p = inode->pages->slots[i];
 		while (p) {
 			struct page *next = p->next;
-			free(p);
+			page_release(inode->pages->pool, p);
 			p = next;
 		}
 	}
@@ -153,6 +182,7 @@ int pages_insert(struct ordfs *fs, struct inode *inode, struct page *page)
 		inode->pages = page_cache_new();
 		if (!inode->pages)
 			return -ENOMEM;
+		inode->pages->pool = fs->page_pool;
 	}
 	page_cache_grow(inode->pages);
 	struct page **slot = page_slot(inode->pages, page->lblk);

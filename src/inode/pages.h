@@ -22,13 +22,20 @@
 
 struct ordfs;
 struct inode;
+struct block_slab;
 
 struct page {
 	uint64_t lblk;
 	bool reserved;   /* holds a block reservation (page over a hole) */
 	struct page *next;
-	uint8_t data[];
+	uint8_t *data;   /* block_size bytes from fs->page_pool (base/block_pool.h) */
+	struct block_slab *slab; /* ... to give them back to */
 };
+
+/* A page with its bytes (uninitialised) for block lblk, not in any index;
+ * NULL without memory.  page_free gives both back. */
+struct page *page_new(struct ordfs *fs, uint64_t lblk);
+void page_free(struct ordfs *fs, struct page *page);
 
 /* True if the inode has dirty pages (any lock may be held; it is a hint
  * for eviction, read under the inode cache lock). */

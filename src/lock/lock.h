@@ -63,7 +63,9 @@ enum lock_level {
 	LOCK_BLOCKDEV_NBD = 97,  /* an NBD device's mutex (libnbd's handle lock
 				    comes first: no libnbd call under it) */
 	LOCK_BLOCKDEV_MEM = 98,  /* the memory device */
-	LOCK_TRANSPORT = 99,     /* the daemon's io_uring pool (its threads;
+	LOCK_BLOCK_POOL = 99,    /* a block pool (base/block_pool.c: file data
+				    pages, the flush guard's copies); a leaf */
+	LOCK_TRANSPORT = 100,    /* the daemon's io_uring pool (its threads;
 				    taken by a ring thread before it handles a
 				    request, so under no other lock) */
 };

@@ -36,6 +36,7 @@
 #include "orphan/orphan.h"
 #include "writeback/writeback.h"
 #include "atime/atime.h"
+#include "base/block_pool.h"
 #include "inode/inode.h"
 #include "alloc/alloc.h"
 #include "blockdev/blockdev.h"
@@ -62,6 +63,7 @@ void ordfs_options_default(struct ordfs_options *opts)
 static void fs_free(struct ordfs *fs)
 {
 	inode_cache_destroy(fs->icache);
+	block_pool_destroy(fs->page_pool); /* after the inodes: their pages come back */
 	alloc_destroy(fs->alloc);
 	bcache_destroy(fs->cache);
 	if (fs->bd != fs->raw_bd)
@@ -274,6 +276,8 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	err = bcache_create(bd, fs->block_size, fs->sb.block_count,
 			    opts->cache_buffers ? opts->cache_buffers : DEFAULT_CACHE_BUFFERS,
 			    &fs->cache);
+	if (!err)
+		err = block_pool_new(fs->block_size, &fs->page_pool);
 	if (!err)
 		err = inode_cache_create(fs, orphan_evict, &fs->icache);
 	if (err) {
