@@ -383,7 +383,6 @@ static int register_entry(struct ring_thread *rt)
 static void serve(struct ring_thread *rt)
 {
 	struct uring_queue *q = rt->q;
-	struct uring_pool *p = q->p;
 	bool live = true, stop = rt->stop_seen;
 	while (live && !stop) {
 		atomic_fetch_add(&q->idle, 1);
@@ -417,7 +416,6 @@ static void serve(struct ring_thread *rt)
 	}
 	if (live && io_uring_sq_ready(&rt->ring))
 		io_uring_submit(&rt->ring); /* the last reply */
-	(void)p;
 }
 
 static void *ring_thread_main(void *arg)
@@ -462,7 +460,9 @@ static void *ring_thread_main(void *arg)
 			p->register_err = -err;
 		pthread_cond_broadcast(&p->cond);
 		ordfs_mutex_unlock(&p->lock);
-	} else if (err) {
+	} else if (err && err != -ENOTCONN && err != -ECONNABORTED && err != -ENODEV) {
+		/* (those say the connection ended while the thread started:
+		 * a queue that grew during an unmount) */
 		ordfs_log(LOG_WARNING, "io_uring: queue %u: REGISTER of another entry: %s",
 			  q->qid, strerror(-err));
 	}
