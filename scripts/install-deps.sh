@@ -20,7 +20,8 @@ set -euo pipefail
 # (src/daemon/utab.c).
 # python3 and binutils (nm) run the layer check (tests/layers/) and
 # test.sh's skip report; named here, not left to meson's dependencies.
-# liburing-dev: the FUSE transport probe (bench/uring_probe/).
+# liburing-dev: the daemon's FUSE-over-io_uring transport (src/daemon/transport/)
+# and the transport probe (bench/uring_probe/).
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
 	libnbd-dev libnbd-bin nbdkit libmount-dev liburing-dev
 	libsqlite3-dev clang libclang-rt-14-dev acl e2fsprogs man-db groff-base

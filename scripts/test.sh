@@ -135,6 +135,10 @@ if [ -w "$ENABLE_URING" ]; then
 	uring_note="transport: normal over /dev/fuse; asan+ubsan and tsan over io_uring"
 	enable_uring_was=$(cat "$ENABLE_URING")
 	trap 'echo "$enable_uring_was" > "$ENABLE_URING" 2>/dev/null || true' EXIT
+	# bash runs no EXIT trap when a signal kills it: make them exits
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
 	set_uring() {
 		echo "$1" > "$ENABLE_URING"
 		if [ "$1" = 1 ]; then export ORDFS_TEST_URING=require; else unset ORDFS_TEST_URING; fi

@@ -537,6 +537,36 @@ static Suite *uring_suite(void)
 	return s;
 }
 
+/* Writes value to a switch with system calls only (also from a signal
+ * handler). */
+static void put_switch(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, value, strlen(value)) < 0) {
+		/* nothing more to do: the run says what it found */
+	}
+	close(fd);
+}
+
+/* Puts back what the tests turned, whatever happened to them. */
+static void restore_switches(void)
+{
+	put_switch(ENABLE_URING, saved_enable[0] == 'Y' || saved_enable[0] == '1' ? "1" : "0");
+	if (have_disabled_switch)
+		put_switch(IO_URING_DISABLED, saved_disabled);
+}
+
+/* meson's timeout (SIGTERM), ^C, a lost terminal: put them back, then die
+ * of the signal as before. */
+static void on_signal(int sig)
+{
+	restore_switches();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 int main(void)
 {
 	if (geteuid() != 0)
@@ -546,17 +576,11 @@ int main(void)
 					" is missing: Linux 6.14+ with CONFIG_FUSE_IO_URING)");
 	have_disabled_switch = read_switch(IO_URING_DISABLED, saved_disabled,
 					   sizeof(saved_disabled));
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGHUP, on_signal);
 	unsetenv("ORDFS_TEST_URING");
 	int rc = mnt_run_suite(uring_suite());
-	/* Put back what the tests turned, whatever happened to them. */
-	FILE *f = fopen(ENABLE_URING, "we");
-	if (f) {
-		fputs(saved_enable[0] == 'Y' || saved_enable[0] == '1' ? "1" : "0", f);
-		fclose(f);
-	}
-	if (have_disabled_switch && (f = fopen(IO_URING_DISABLED, "we"))) {
-		fputs(saved_disabled, f);
-		fclose(f);
-	}
+	restore_switches();
 	return rc;
 }
