@@ -886,7 +886,7 @@ static int selftest(void)
 	o.depth = 4;
 	o.dev_threads = 2;
 	printf("# kernel offers: enable_uring=%s at start, %d possible CPUs\n",
-	       initial ? "Y" : "N", possible_cpus());
+	       initial ? "Y" : "N", (int)possible_cpus());
 
 	/* 1. each transport: every operation, then a clean unmount */
 	for (int t = T_DEV; t <= T_LIBFUSE; t++) {
@@ -990,7 +990,7 @@ static int selftest(void)
 			snprintf(b.path, sizeof(b.path), "%s/x", m.mnt);
 			pthread_create(&b.tid, NULL, blocked_run, &b);
 			bool done = wait_done(&b, 1);
-			check(!done, "1 queue of %d: a stat waits in the kernel (%s)", possible_cpus(),
+			check(!done, "1 queue of %d: a stat waits in the kernel (%s)", (int)possible_cpus(),
 			      done ? "it returned" : "still waiting after 1 s");
 			kill(m.pid, SIGKILL);
 			done = wait_done(&b, 5);
@@ -1044,7 +1044,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.transport = T_DEV;
 	o.pin = true;
-	o.dev_threads = possible_cpus();
+	o.dev_threads = (int)possible_cpus();
 	bool switch_on = true, allow_fallback = false;
 	int nclients = 1;
 	double seconds = 2, warmup = 0.3;

@@ -141,7 +141,7 @@ int server_run_libfuse(const struct probe_opts *o, const char *mnt, struct share
  * unmount) and frees everything. */
 struct server;
 struct uring_pool;
-int possible_cpus(void);
+#include "possible_cpus.h" /* src/daemon/transport/: the kernel's queue count */
 struct uring_pool *uring_prepare(struct server *s);
 void uring_go(struct uring_pool *p, bool go);
 void uring_join(struct uring_pool *p);

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,33 +60,6 @@ struct uring_pool {
 	int reg_errno;
 	int abandon;		/* uring_join gave up waiting */
 };
-
-int possible_cpus(void)
-{
-	/* The kernel makes num_possible_cpus() queues and picks one by
-	 * task_cpu(): "0-1", "0-3,8-11": the highest CPU + 1. */
-	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
-	int max = -1;
-	if (f) {
-		int a, b;
-		char sep;
-		while (fscanf(f, "%d", &a) == 1) {
-			b = a;
-			if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
-				if (fscanf(f, "%d", &b) != 1)
-					break;
-				if (fscanf(f, "%c", &sep) != 1)
-					sep = '\n';
-			}
-			if (b > max)
-				max = b;
-			if (sep != ',')
-				break;
-		}
-		fclose(f);
-	}
-	return max >= 0 ? max + 1 : get_nprocs_conf();
-}
 
 static void lock(struct uring_pool *p) { pthread_mutex_lock(&p->m); }
 static void unlock(struct uring_pool *p) { pthread_mutex_unlock(&p->m); }
@@ -368,7 +340,7 @@ struct uring_pool *uring_prepare(struct server *s)
 	if (!p)
 		return NULL;
 	p->s = s;
-	int ncpu = possible_cpus();
+	int ncpu = (int)possible_cpus();
 	p->nq = o->queues > 0 ? o->queues : ncpu;
 	if (p->nq > ncpu)
 		p->nq = ncpu;

@@ -40,6 +40,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fuse_uring_abi.h"
+#include "possible_cpus.h"
 #include "uring_pool.h"
 #include "../../base/log.h"
 #include "../../base/ordfs_assert.h"
@@ -283,7 +284,7 @@ int transport_new(struct fuse_session *se, enum transport_uring_mode mode, bool 
 	ordfs_mutex_init(&t->note_lock, LOCK_TRANSPORT, "transport_note");
 	t->mode = mode;
 	t->single_thread = single_thread;
-	t->queues = uring_possible_cpus();
+	t->queues = possible_cpus();
 #ifdef ORDFS_TEST_HOOKS
 	/* ORDFS_TEST_URING=require: auto behaves as on, so a test tier over
 	 * io_uring cannot pass over /dev/fuse unnoticed. */
@@ -376,23 +377,21 @@ void transport_destroy(struct transport *t)
 	free(t);
 }
 
-void transport_get_stats(const struct transport *t, struct transport_stats *out)
+void transport_get_stats(struct transport *t, struct transport_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->uring = atomic_load(&((struct transport *)t)->uring);
-	struct transport *mt = (struct transport *)t;
-	ordfs_mutex_lock(&mt->note_lock);
+	out->uring = atomic_load(&t->uring);
+	ordfs_mutex_lock(&t->note_lock);
 	if (!out->uring)
 		snprintf(out->why_not, sizeof(out->why_not), "%s",
 			 t->mode == TRANSPORT_URING_OFF && !t->why_not[0] ? "io_uring=off"
 									 : t->why_not);
-	ordfs_mutex_unlock(&mt->note_lock);
+	ordfs_mutex_unlock(&t->note_lock);
 	out->queues = out->uring ? t->queues : 0;
 	struct uring_pool_stats ps;
 	uring_pool_get_stats(t->pool, &ps);
 	out->threads = ps.threads;
 	out->threads_peak_queue = ps.threads_peak_queue;
 	out->ring_requests = ps.requests;
-	out->dev_requests = atomic_load_explicit(&((struct transport *)t)->dev_requests,
-						 memory_order_relaxed);
+	out->dev_requests = atomic_load_explicit(&t->dev_requests, memory_order_relaxed);
 }

@@ -96,6 +96,6 @@ void transport_stop(struct transport *t);
 /* Frees the rings and buffers (the connection is gone or going). */
 void transport_destroy(struct transport *t);
 
-void transport_get_stats(const struct transport *t, struct transport_stats *out);
+void transport_get_stats(struct transport *t, struct transport_stats *out);
 
 #endif

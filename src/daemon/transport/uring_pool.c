@@ -42,7 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/sysinfo.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -109,28 +108,6 @@ struct uring_pool {
 
 /* The ring thread this thread is (NULL in any other thread). */
 static _Thread_local struct ring_thread *current_ring_thread;
-
-unsigned uring_possible_cpus(void)
-{
-	/* "0-1", "0-3,8-11": the highest CPU + 1 (the kernel's
-	 * num_possible_cpus() queues are indexed by CPU number). */
-	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
-	int max = -1;
-	if (f) {
-		int a;
-		while (fscanf(f, "%d", &a) == 1) {
-			if (a > max)
-				max = a;
-			int c = fgetc(f);
-			if (c != '-' && c != ',')
-				break;
-		}
-		fclose(f);
-	}
-	if (max < 0)
-		max = get_nprocs_conf() - 1;
-	return max >= 0 ? (unsigned)max + 1 : 1;
-}
 
 /* ---- submissions ---------------------------------------------------------- */
 
@@ -639,18 +616,17 @@ void uring_pool_free(struct uring_pool *p)
 	free(p);
 }
 
-void uring_pool_get_stats(const struct uring_pool *p, struct uring_pool_stats *out)
+void uring_pool_get_stats(struct uring_pool *p, struct uring_pool_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!p)
 		return;
-	struct uring_pool *mp = (struct uring_pool *)p;
-	ordfs_mutex_lock(&mp->lock);
+	ordfs_mutex_lock(&p->lock);
 	out->threads = p->threads;
 	out->threads_peak_queue = p->peak;
 	for (unsigned i = 0; i < p->cfg.queues; i++)
 		for (unsigned t = 0; t < p->q[i].nthreads; t++)
 			out->requests += atomic_load_explicit(&p->q[i].threads[t]->requests,
 							      memory_order_relaxed);
-	ordfs_mutex_unlock(&mp->lock);
+	ordfs_mutex_unlock(&p->lock);
 }

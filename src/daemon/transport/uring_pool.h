@@ -54,10 +54,6 @@ struct uring_pool_config {
 				 is max(8192, max_write, max_pages * 4096)) */
 };
 
-/* Possible CPUs (/sys/devices/system/cpu/possible: the highest + 1): the
- * number of queues the kernel makes and waits for. */
-unsigned uring_possible_cpus(void);
-
 /* Makes each queue's first threads with their rings and buffers; they
  * wait for uring_pool_register.  0, or a negative errno with the reason
  * in why (nothing is left then). */
@@ -88,6 +84,6 @@ struct uring_pool_stats {
 	uint32_t threads, threads_peak_queue;
 	uint64_t requests;
 };
-void uring_pool_get_stats(const struct uring_pool *p, struct uring_pool_stats *out);
+void uring_pool_get_stats(struct uring_pool *p, struct uring_pool_stats *out);
 
 #endif
