@@ -174,7 +174,7 @@ target_mount() { # mount TARGET's existing image on its directory
 	host) ;;
 	ordfs | ordfs-dev | ordfs-ref)
 		# returns once the mount is live, then the daemon logs to syslog
-		local opts=$ORDFS_OPTS
+		local opts=${ORDFS_OPTS:-}
 		[ "$t" != ordfs-dev ] || opts="io_uring=off${opts:+,$opts}"
 		"$(target_build "$t")/src/ordfs" "$img" "$mnt" ${opts:+-o "$opts"} </dev/null \
 			>>"$WORK/logs/$t.log" 2>&1 || {
