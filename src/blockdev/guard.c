@@ -41,7 +41,8 @@ struct guard {
 	struct ordfs_rwlock mode_lock; /* cfg.policy, cfg.retain (guard.h) */
 	struct ordfs_mutex flush_lock; /* one flush at a time */
 	struct retained **table;
-	struct block_pool *pool;       /* the copies' bytes (every write makes one) */
+	struct block_pool *pool;       /* the copies' bytes (every write makes one);
+					  never trimmed: retain_limit bounds it */
 	uint64_t buckets, count;
 	uint64_t write_seq;
 	uint64_t failed_flushes;    /* moves when a flush fails */

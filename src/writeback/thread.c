@@ -1,7 +1,9 @@
 /*
  * thread.c - the writeback thread: periodic writeback of delayed data and
  * lazy access times, and early writeback when a writer is past the
- * background threshold (writeback.h).
+ * background threshold (writeback.h); after each periodic pass, page
+ * memory that stayed free for a whole interval goes back to the kernel
+ * (block_pool_trim).
  *
  * Rules: the thread holds no lock across a pass (fs->writeback_lock only
  * guards the stop and kick flags); its errors stay with the pages (and go
@@ -14,6 +16,7 @@
 #include "fs.h"
 #include "writeback.h"
 #include "atime/atime.h"
+#include "base/block_pool.h"
 #include "lock/lock.h"
 
 /* Writes back delayed data every commit interval, so data written without
@@ -67,6 +70,8 @@ static void *writeback_main(void *arg)
 		ordfs_report_error(fs, writeback_periodic(fs), "background writeback");
 		ordfs_report_error(fs, atime_write_lazy(fs, false), /* lazytime: a day old */
 				   "writing lazy access times");
+		/* Page memory free for a whole interval goes back (block_pool.h). */
+		block_pool_trim(fs->page_pool);
 		ordfs_mutex_lock(&fs->writeback_lock);
 		clock_gettime(CLOCK_REALTIME, &next);
 	}

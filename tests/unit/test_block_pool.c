@@ -2,8 +2,9 @@
  * test_block_pool.c - the block pool behind file data pages and the flush
  * guard's copies (base/block_pool.c): distinct blocks that keep what is
  * written in them, reuse instead of new mappings, the warmest slab first,
- * memory given back past the retained amount still usable, blocks from
- * several threads at once.
+ * memory given back (block_pool_trim) only when it stayed free and past
+ * the retained amount, and still usable; wholly free slabs whose pages the
+ * kernel dropped; blocks from several threads at once.
  */
 #include "suite_main.h"
 #include <check.h>
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/block_pool.h"
 
@@ -86,9 +88,10 @@ START_TEST(test_warmest_block_comes_back_first)
 }
 END_TEST
 
-/* More free blocks than BLOCK_POOL_RETAIN: whole free slabs go to the
- * kernel (MADV_FREE); taking them again gives usable memory. */
-START_TEST(test_memory_past_the_retained_amount_is_still_usable)
+/* Free slabs go back to the kernel only through block_pool_trim, and only
+ * those free since the call before, past BLOCK_POOL_RETAIN of warm free
+ * blocks; taking them again gives usable memory. */
+START_TEST(test_trim_gives_back_what_stayed_free_past_the_retained_amount)
 {
 	struct block_pool *p;
 	ck_assert_int_eq(block_pool_new(BS, &p), 0);
@@ -99,18 +102,59 @@ START_TEST(test_memory_past_the_retained_amount_is_still_usable)
 		memset(h[i].b, 0x5a, BS);
 	}
 	uint64_t mapped = block_pool_mapped_bytes(p);
+	block_pool_trim(p); /* nothing free yet */
 	for (unsigned i = 0; i < n; i++)
 		block_pool_put(p, h[i].s, h[i].b);
+	ck_assert_uint_eq(block_pool_cold_bytes(p), 0); /* not when a slab empties */
+	block_pool_trim(p);
+	ck_assert_uint_eq(block_pool_cold_bytes(p), 0); /* free for less than an interval */
+	block_pool_trim(p);
+	ck_assert_uint_eq(block_pool_cold_bytes(p), 3ull * SLAB_BYTES); /* what is past the retained */
+	block_pool_trim(p);
+	ck_assert_uint_eq(block_pool_cold_bytes(p), 3ull * SLAB_BYTES); /* never below it */
 	for (unsigned i = 0; i < n; i++) {
 		h[i].b = block_pool_get(p, &h[i].s);
 		ck_assert_ptr_nonnull(h[i].b);
 		memset(h[i].b, (int)(i & 0xff), BS);
 	}
+	ck_assert_uint_eq(block_pool_cold_bytes(p), 0);
 	for (unsigned i = 0; i < n; i++)
 		ck_assert_uint_eq(((uint8_t *)h[i].b)[BS - 1], i & 0xff);
 	ck_assert_uint_eq(block_pool_mapped_bytes(p), mapped);
 	for (unsigned i = 0; i < n; i++)
 		block_pool_put(p, h[i].s, h[i].b);
+	free(h);
+	block_pool_destroy(p);
+}
+END_TEST
+
+/* The kernel may drop a free slab's pages (MADV_FREE: they read back as
+ * zeros).  Dropping every page of every wholly free slab, here with
+ * MADV_DONTNEED, must leave the pool working: it keeps nothing it needs
+ * (a free list's links) in such a slab. */
+START_TEST(test_pages_of_free_slabs_may_be_dropped)
+{
+	struct block_pool *p;
+	ck_assert_int_eq(block_pool_new(BS, &p), 0);
+	enum { N = 3 * 512 };
+	struct held *h = calloc(N, sizeof(*h));
+	for (int round = 0; round < 3; round++) {
+		for (unsigned i = 0; i < N; i++) {
+			h[i].b = block_pool_get(p, &h[i].s);
+			ck_assert_ptr_nonnull(h[i].b);
+			memset(h[i].b, (int)(i & 0xff), BS);
+		}
+		for (unsigned i = 0; i < N; i++)
+			ck_assert_uint_eq(((uint8_t *)h[i].b)[BS / 2], i & 0xff);
+		/* Give back out of order, so the free lists are long. */
+		for (unsigned i = 0; i < N; i += 2)
+			block_pool_put(p, h[i].s, h[i].b);
+		for (unsigned i = 1; i < N; i += 2)
+			block_pool_put(p, h[i].s, h[i].b);
+		for (unsigned i = 0; i < N; i++)
+			ck_assert_int_eq(madvise(h[i].b, BS, MADV_DONTNEED), 0);
+	}
+	ck_assert_uint_eq(block_pool_mapped_bytes(p), 3ull * SLAB_BYTES);
 	free(h);
 	block_pool_destroy(p);
 }
@@ -172,7 +216,8 @@ static Suite *block_pool_suite(void)
 	tcase_add_test(tc, test_blocks_are_distinct_and_keep_their_bytes);
 	tcase_add_test(tc, test_reuse_maps_nothing_new);
 	tcase_add_test(tc, test_warmest_block_comes_back_first);
-	tcase_add_test(tc, test_memory_past_the_retained_amount_is_still_usable);
+	tcase_add_test(tc, test_trim_gives_back_what_stayed_free_past_the_retained_amount);
+	tcase_add_test(tc, test_pages_of_free_slabs_may_be_dropped);
 	tcase_add_test(tc, test_threads_share_a_pool);
 	suite_add_tcase(s, tc);
 	return s;
