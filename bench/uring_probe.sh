@@ -56,7 +56,7 @@ restore() {
 		"$(stat -c %a /dev/fuse) (was $fuse_mode0)" >&2
 }
 trap restore EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
 
 busy() {
 	[ -n "${BUSY_CHECK:-}" ] && (eval "$BUSY_CHECK") >/dev/null 2>&1

@@ -26,6 +26,7 @@ cleanup() {
 	echo "$sw0" >"$SW"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP # bash runs no EXIT trap when a signal kills it
 before=$(dmesg | grep -cE 'WARNING|BUG:' || true)
 hung=0
 for i in $(seq 1 "$ROUNDS"); do
