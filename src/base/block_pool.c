@@ -242,9 +242,14 @@ void block_pool_trim(struct block_pool *pool)
 	ordfs_mutex_lock(&pool->lock);
 	uint64_t gen = ++pool->trim_gen;
 	/* The wholly free slabs are the back of the list, the longest free
-	 * nearest the front of them; a slab qualifies once it was already
-	 * free at the previous call. */
-	for (struct block_slab *s = pool->tail; s && s->nfree == SLAB_BLOCKS; s = s->prev) {
+	 * nearest the front of them (checked: none before a slab in use);
+	 * a slab qualifies once it was already free at the previous call. */
+	struct block_slab *in_use = pool->tail;
+	while (in_use && in_use->nfree == SLAB_BLOCKS)
+		in_use = in_use->prev;
+	for (struct block_slab *s = in_use; s; s = s->prev)
+		ORDFS_ASSERT(s->nfree < SLAB_BLOCKS);
+	for (struct block_slab *s = pool->tail; s != in_use; s = s->prev) {
 		if (pool->free_blocks - pool->cold_blocks < pool->retain_blocks + SLAB_BLOCKS)
 			break;
 		if (s->cold || s->idle_gen + 2 > gen)
