@@ -77,6 +77,23 @@ typedef int (*ordfs_emit_fn)(void *ctx, const char *name, size_t len, uint32_t i
 int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_emit_fn emit,
 		  void *ctx);
 
+/* Entries that name directories (namei/namei.c, DESIGN.md "Locking"): a
+ * directory named by an entry of dir must be neither dir itself nor the
+ * root, and its '..' must be dir.  ordfs_lookup, rename, unlink and rmdir
+ * check it; ordfs_check_entry is the same check for a caller that holds a
+ * reference to the inode an entry named (readdirplus), called with no
+ * inode locked: 0, -EUCLEAN (damage: the thread's corruption note says
+ * which), or -EAGAIN (the name no longer names child: a rename meanwhile). */
+int ordfs_check_entry(struct ordfs *fs, struct inode *dir, const char *name, size_t len,
+		      struct inode *child);
+/* The parent of directory dir ("..") with a reference; the root's is the
+ * root.  -ENOTDIR, or -EUCLEAN if '..' names dir itself or no directory. */
+int ordfs_lookup_parent(struct ordfs *fs, struct inode *dir, struct inode **out);
+/* What the last -EUCLEAN of this thread's namespace operations met (one
+ * line naming the directory and the inode), or NULL; taking it clears it.
+ * The daemon passes it to errors= (ordfs_report_error) as its log line. */
+const char *ordfs_take_corruption_note(void);
+
 /* ---- attributes (file/attr.c) ------------------------------------------ */
 
 #define ORDFS_SET_MODE 0x01u
