@@ -502,6 +502,21 @@ static int damage_dirent_loop(struct job *j, struct blockdev *bd, enum corrupt_k
 		if (dd.depth.v[i] >= min_depth)
 			err = push(&pick, dd.ino.v[i]);
 	uint32_t holder = ORDFS_ROOT_INO;
+	if (!err && pick.n == 0 && min_depth == 2 && dd.ino.n > 0) {
+		/* No directory two levels deep: one is made, under a directory
+		 * picked among those below the root. */
+		static const struct ordfs_cred cred = { 0, 0 };
+		struct inode *up = NULL, *sub = NULL;
+		err = inode_get(fs, (uint32_t)dd.ino.v[below(&j->rng, dd.ino.n)], &up);
+		if (!err)
+			err = ordfs_mkdir(fs, up, "sub", 0755, &cred, &sub);
+		if (!err)
+			err = push(&pick, sub->ino);
+		if (sub)
+			inode_put(fs, sub);
+		if (up)
+			inode_put(fs, up);
+	}
 	if (!err && kind != CORRUPT_DIRENT_ROOT_SELF) {
 		if (pick.n == 0)
 			err = -ENOENT;
