@@ -195,13 +195,15 @@ struct ordfs_flags_caller {
 	uint32_t uid;
 	bool cap_fowner;          /* CAP_FOWNER: as the owner of any file */
 	bool cap_linux_immutable; /* CAP_LINUX_IMMUTABLE: may change i and a */
+	bool cap_sys_resource;    /* may change j (ext4: CAP_SYS_RESOURCE) */
 };
 /* Gives the flags in mask the values they have in flags and keeps the
  * others: FS_IOC_SETFLAGS passes mask ~0 (every flag, so one ordfs does
  * not keep is -EOPNOTSUPP), FS_IOC_FSSETXATTR IFLAGS_XFLAG_MASK (D and j
  * have no xflag and stay).  -EPERM: not the owner nor CAP_FOWNER, i or a
- * changed without CAP_LINUX_IMMUTABLE, or an immutable inode's other
- * flags changed; -EOPNOTSUPP: a flag not kept,
+ * changed without CAP_LINUX_IMMUTABLE, j changed without
+ * cap_sys_resource, or an immutable inode's other flags changed;
+ * -EOPNOTSUPP: a flag not kept,
  * or not for the inode's type (iflags_allowed); -EROFS.  One journaled
  * inode update that sets ctime (and first the file's dirty pages written
  * back when j changes); committed before it returns when S is set before
