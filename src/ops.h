@@ -77,6 +77,23 @@ typedef int (*ordfs_emit_fn)(void *ctx, const char *name, size_t len, uint32_t i
 int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_emit_fn emit,
 		  void *ctx);
 
+/* Entries that name directories (namei/namei.c, DESIGN.md "Locking"): a
+ * directory named by an entry of dir must be neither dir itself nor the
+ * root, and its '..' must be dir.  ordfs_lookup, rename, unlink and rmdir
+ * check it; ordfs_check_entry is the same check for a caller that holds a
+ * reference to the inode an entry named (readdirplus), called with no
+ * inode locked: 0, -EUCLEAN (damage: the thread's corruption note says
+ * which), or -EAGAIN (the name no longer names child: a rename meanwhile). */
+int ordfs_check_entry(struct ordfs *fs, struct inode *dir, const char *name, size_t len,
+		      struct inode *child);
+/* The parent of directory dir ("..") with a reference; the root's is the
+ * root.  -ENOTDIR, or -EUCLEAN if '..' names dir itself or no directory. */
+int ordfs_lookup_parent(struct ordfs *fs, struct inode *dir, struct inode **out);
+/* What the last -EUCLEAN of this thread's namespace operations met (one
+ * line naming the directory and the inode), or NULL; taking it clears it.
+ * The daemon passes it to errors= (ordfs_report_error) as its log line. */
+const char *ordfs_take_corruption_note(void);
+
 /* ---- attributes (file/attr.c) ------------------------------------------ */
 
 #define ORDFS_SET_MODE 0x01u
@@ -178,13 +195,15 @@ struct ordfs_flags_caller {
 	uint32_t uid;
 	bool cap_fowner;          /* CAP_FOWNER: as the owner of any file */
 	bool cap_linux_immutable; /* CAP_LINUX_IMMUTABLE: may change i and a */
+	bool cap_sys_resource;    /* may change j (ext4: CAP_SYS_RESOURCE) */
 };
 /* Gives the flags in mask the values they have in flags and keeps the
  * others: FS_IOC_SETFLAGS passes mask ~0 (every flag, so one ordfs does
  * not keep is -EOPNOTSUPP), FS_IOC_FSSETXATTR IFLAGS_XFLAG_MASK (D and j
  * have no xflag and stay).  -EPERM: not the owner nor CAP_FOWNER, i or a
- * changed without CAP_LINUX_IMMUTABLE, or an immutable inode's other
- * flags changed; -EOPNOTSUPP: a flag not kept,
+ * changed without CAP_LINUX_IMMUTABLE, j changed without
+ * cap_sys_resource, or an immutable inode's other flags changed;
+ * -EOPNOTSUPP: a flag not kept,
  * or not for the inode's type (iflags_allowed); -EROFS.  One journaled
  * inode update that sets ctime (and first the file's dirty pages written
  * back when j changes); committed before it returns when S is set before

@@ -42,10 +42,14 @@
 static struct ordfs_flags_caller flags_caller_of(fuse_req_t req)
 {
 	const struct fuse_ctx *fc = fuse_req_ctx(req);
+	uint64_t caps = caller_caps(fc->pid, fc->uid);
 	struct ordfs_flags_caller c = {
 		.uid = fc->uid,
-		.cap_fowner = caller_has_cap(fc->pid, fc->uid, CAP_FOWNER),
-		.cap_linux_immutable = caller_has_cap(fc->pid, fc->uid, CAP_LINUX_IMMUTABLE),
+		.cap_fowner = (caps >> CAP_FOWNER) & 1,
+		.cap_linux_immutable = (caps >> CAP_LINUX_IMMUTABLE) & 1,
+		/* j: CAP_SYS_RESOURCE as on ext4, or CAP_SYS_ADMIN (root in a
+		 * container without CAP_SYS_RESOURCE: DESIGN.md, "File flags") */
+		.cap_sys_resource = ((caps >> CAP_SYS_RESOURCE) & 1) || ((caps >> CAP_SYS_ADMIN) & 1),
 	};
 	return c;
 }

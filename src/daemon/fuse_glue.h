@@ -67,6 +67,8 @@ void caller_of(fuse_req_t req, struct ordfs_caller *c, uint32_t *groups);
 /* Does process pid (of user uid) hold capability cap in its effective
  * set?  Read from /proc; if the process is gone, only uid 0 does. */
 bool caller_has_cap(pid_t pid, uid_t uid, int cap);
+/* The caller's effective capabilities, as a mask of 1 << CAP_*. */
+uint64_t caller_caps(pid_t pid, uid_t uid);
 
 /* ---- ops outside fuse_ops.c -------------------------------------------- */
 

@@ -118,7 +118,10 @@ void reply_result(fuse_req_t req, int err)
 {
 	if (err == -EROFS && ordfs_is_shut_down(ctx_of(req)->fs))
 		err = -EIO;
-	ordfs_report_error(ctx_of(req)->fs, err, "a damaged block or structure");
+	/* damage the namespace code named (an entry that loops) */
+	const char *note = ordfs_take_corruption_note();
+	ordfs_report_error(ctx_of(req)->fs, err,
+			   note && err == -EUCLEAN ? note : "a damaged block or structure");
 	fuse_reply_err(req, err < 0 ? -err : 0);
 }
 
@@ -137,13 +140,7 @@ static int lookup_self_or_parent(struct ordfs *fs, struct inode *node, const cha
 		*out = node;
 		return 0;
 	}
-	ordfs_rwlock_rdlock(&node->lock);
-	bool is_dir = (node->d.mode & S_IFMT) == S_IFDIR;
-	uint32_t parent = node->ino == ORDFS_ROOT_INO ? ORDFS_ROOT_INO : node->d.parent;
-	ordfs_rwlock_unlock(&node->lock);
-	if (!is_dir)
-		return -ENOTDIR;
-	return inode_get(fs, parent, out);
+	return ordfs_lookup_parent(fs, node, out);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -568,58 +565,108 @@ static void op_fsync(fuse_req_t req, fuse_ino_t node, int datasync,
 
 /* ---- directories ------------------------------------------------------------ */
 
+/* An entry of a READDIRPLUS reply, found under the directory's lock and
+ * given its attributes after it: no inode is locked under the directory's
+ * (an entry may name the directory itself or an ancestor). */
+struct plus_entry {
+	uint32_t ino;
+	off_t next;
+	char name[ORDFS_NAME_MAX + 1];
+};
+
 struct dir_fill {
 	fuse_req_t req;
 	char *buf;
 	size_t size, used;
 	bool plus;
 	int err;
+	struct plus_entry *pending; /* plus: entries to fill in */
+	size_t npending, cap, planned; /* planned: bytes they will take */
 };
 
 /* FUSE offsets: 1 after ".", 2 after "..", 2 + cookie after an entry
- * (directory cookies are below 2^63 - 2 in practice: see dir/dir_readdir.c). */
+ * (directory cookies are below 2^63 - 2 in practice: see dir/dir_readdir.c).
+ * "." and ".." (and every entry of a plain READDIR) are added at once,
+ * without attributes; other READDIRPLUS entries are planned, for
+ * fill_planned. */
 static int add_dirent(struct dir_fill *f, const char *name, uint32_t ino, mode_t type,
 		      off_t next)
 {
-	char namebuf[ORDFS_NAME_MAX + 1];
 	size_t room = f->size - f->used;
 	size_t need;
 
 	if (f->plus && strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+		need = fuse_add_direntry_plus(f->req, NULL, 0, name, NULL, 0);
+		if (f->planned + need > room)
+			return 1;
+		if (f->npending == f->cap) {
+			size_t cap = f->cap ? f->cap * 2 : 16;
+			struct plus_entry *p = realloc(f->pending, cap * sizeof(*p));
+			if (!p) {
+				f->err = -ENOMEM;
+				return 1;
+			}
+			f->pending = p;
+			f->cap = cap;
+		}
+		struct plus_entry *pe = &f->pending[f->npending++];
+		pe->ino = ino;
+		pe->next = next;
+		snprintf(pe->name, sizeof(pe->name), "%s", name);
+		f->planned += need;
+		return 0;
+	}
+	struct stat st;
+	memset(&st, 0, sizeof(st));
+	st.st_ino = ino;
+	st.st_mode = type << 12;
+	if (f->plus) {
+		struct fuse_entry_param e;
+		memset(&e, 0, sizeof(e));
+		e.attr = st;
+		need = fuse_add_direntry_plus(f->req, f->buf + f->used, room, name, &e, next);
+	} else {
+		need = fuse_add_direntry(f->req, f->buf + f->used, room, name, &st, next);
+	}
+	if (need > room)
+		return 1;
+	f->used += need;
+	return 0;
+}
+
+/* The planned READDIRPLUS entries, with attributes, the directory's lock
+ * no longer held.  Each keeps an inode reference (the kernel's lookup).
+ * An entry that names a directory it may not (ordfs_check_entry) ends the
+ * reply with -EUCLEAN there; one renamed meanwhile is left out. */
+static void fill_planned(struct dir_fill *f, struct inode *dir)
+{
+	struct ordfs *fs = ctx_of(f->req)->fs;
+	for (size_t i = 0; i < f->npending && !f->err; i++) {
+		struct plus_entry *pe = &f->pending[i];
 		struct inode *inode;
-		int err = inode_get(ctx_of(f->req)->fs, ino, &inode);
+		int err = inode_get(fs, pe->ino, &inode);
+		if (!err) {
+			err = ordfs_check_entry(fs, dir, pe->name, strlen(pe->name), inode);
+			if (err)
+				inode_put(fs, inode);
+		}
+		if (err == -EAGAIN)
+			continue;
 		if (err) {
 			f->err = err;
-			return 1;
+			break;
 		}
 		struct fuse_entry_param e;
 		fill_entry(f->req, inode, &e);
-		need = fuse_add_direntry_plus(f->req, f->buf + f->used, room, name, &e, next);
-		if (need > room) {
-			inode_put(ctx_of(f->req)->fs, inode);
-			return 1;
+		size_t room = f->size - f->used;
+		size_t need = fuse_add_direntry_plus(f->req, f->buf + f->used, room, pe->name, &e,
+						     pe->next);
+		if (need > room) { /* cannot happen: planned */
+			inode_put(fs, inode);
+			break;
 		}
-		/* the reference is the kernel's lookup now */
-	} else {
-		struct stat st;
-		memset(&st, 0, sizeof(st));
-		st.st_ino = ino;
-		st.st_mode = type << 12;
-		snprintf(namebuf, sizeof(namebuf), "%s", name);
-		if (f->plus) {
-			struct fuse_entry_param e;
-			memset(&e, 0, sizeof(e));
-			e.attr = st;
-			need = fuse_add_direntry_plus(f->req, f->buf + f->used, room, namebuf, &e,
-						      next);
-		} else {
-			need = fuse_add_direntry(f->req, f->buf + f->used, room, namebuf, &st, next);
-		}
-		if (need > room)
-			return 1;
+		f->used += need; /* the reference is the kernel's lookup now */
 	}
-	f->used += need;
-	return 0;
 }
 
 static int emit_entry(void *ctx, const char *name, size_t len, uint32_t ino, uint8_t dtype,
@@ -639,7 +686,8 @@ static void readdir_common(fuse_req_t req, fuse_ino_t node, size_t size, off_t o
 	struct inode *dir = get_inode(req, node);
 	if (!dir)
 		return;
-	struct dir_fill f = { req, malloc(size ? size : 1), size, 0, plus, 0 };
+	struct dir_fill f = { .req = req, .buf = malloc(size ? size : 1), .size = size,
+			      .plus = plus };
 	if (!f.buf) {
 		inode_put(ctx_of(req)->fs, dir);
 		fuse_reply_err(req, ENOMEM);
@@ -656,11 +704,17 @@ static void readdir_common(fuse_req_t req, fuse_ino_t node, size_t size, off_t o
 		if (err < 0)
 			f.err = err;
 	}
+	if (f.npending)
+		fill_planned(&f, dir);
+	free(f.pending);
 	inode_put(ctx_of(req)->fs, dir);
-	if (f.err && f.used == 0)
+	if (f.err && f.used == 0) {
 		reply_result(req, f.err);
-	else
+	} else {
+		if (f.err) /* the next request, from the entry that failed, says it */
+			(void)ordfs_take_corruption_note();
 		fuse_reply_buf(req, f.buf, f.used);
+	}
 	free(f.buf);
 }
 

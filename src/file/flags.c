@@ -18,6 +18,9 @@
  *    a cached buffer and is written through the log in every mode
  *    (DESIGN.md, "coherence"), and freed data blocks are revoked in every
  *    mode [J6].
+ *  - j changes only for a caller with cap_sys_resource (ext4's
+ *    CAP_SYS_RESOURCE; the daemon also counts CAP_SYS_ADMIN), after the
+ *    owner and CAP_LINUX_IMMUTABLE rules (iflags_may_set).
  *  - With S set before or after the change, the change is committed before
  *    the call returns (ext4's IS_SYNC handles).
  */
@@ -112,6 +115,9 @@ int ordfs_set_flags(struct ordfs *fs, struct inode *inode, uint32_t flags, uint3
 		who.cap_linux_immutable = caller->cap_linux_immutable;
 	}
 	int err = iflags_may_set(inode->d.mode, old, new_flags, &who);
+	/* ext4_ioctl_setflags: j costs log room and every write twice */
+	if (!err && caller && ((old ^ new_flags) & ORDFS_FL_JOURNAL_DATA) && !caller->cap_sys_resource)
+		err = -EPERM;
 	/* Pages written under one data mode go out by its routes. */
 	if (!err && ((old ^ new_flags) & ORDFS_FL_JOURNAL_DATA) && S_ISREG(inode->d.mode) &&
 	    pages_has_dirty(inode))

@@ -20,6 +20,12 @@
  *    directory's lock (acl_inherit_prepare: the directory's default ACL,
  *    or else the caller's umask); its xattr block comes out of a block
  *    reserved beforehand, so only I/O can fail after the name is added.
+ *  - An entry is untrusted (DESIGN.md, "Locking"): a directory it names
+ *    is neither the directory holding it nor the root, and has that
+ *    directory as its '..' (namei_check_child).  Checked before any lock
+ *    of the named inode is taken under the directory's, so an image whose
+ *    entries loop never makes a thread lock an inode twice or out of
+ *    order: the request gets -EUCLEAN with a note naming both inodes.
  *  - File flags (iflags.h), asked under the locks before the handle: an
  *    inode flagged i or a loses no name and gets no new one; a directory
  *    flagged i takes no new name and a or i loses none; a change of names
@@ -33,6 +39,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <linux/fs.h>
+#include <stdarg.h>
 
 #include "fs.h"
 #include "super/super.h"
@@ -80,6 +87,92 @@ void namei_touch_dir(struct inode *dir)
 	dir->d.mtime = dir->d.ctime = ordfs_now();
 }
 
+/* ---- entries that name directories ------------------------------------------ */
+
+static __thread char corruption_note[200];
+static __thread bool corruption_noted;
+
+const char *ordfs_take_corruption_note(void)
+{
+	if (!corruption_noted)
+		return NULL;
+	corruption_noted = false;
+	return corruption_note;
+}
+
+int namei_corrupt(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(corruption_note, sizeof(corruption_note), fmt, ap);
+	va_end(ap);
+	corruption_noted = true;
+	return -EUCLEAN;
+}
+
+/* The entry name -> ino of dir names dir itself or the root: never right,
+ * and known without looking at the inode. */
+int namei_check_entry_ino(const struct inode *dir, const char *name, size_t len, uint32_t ino)
+{
+	if (ino == dir->ino)
+		return namei_corrupt("directory %u: entry \"%.*s\" names the directory itself",
+				     dir->ino, (int)len, name);
+	if (ino == ORDFS_ROOT_INO)
+		return namei_corrupt("directory %u: entry \"%.*s\" names the root", dir->ino,
+				     (int)len, name);
+	return 0;
+}
+
+/* A directory named in dir must have dir as its '..'.  child was found
+ * under dir's lock, which is no longer held; no lock is held.  Its type
+ * and '..' are read under its own lock; a mismatch is confirmed under
+ * dir's lock, where the '..' of a directory dir really holds cannot change
+ * (a rename that moves it holds dir's lock), so a rename meanwhile is
+ * never taken for damage: -EAGAIN if the name has moved on. */
+int ordfs_check_entry(struct ordfs *fs, struct inode *dir, const char *name, size_t len,
+		      struct inode *child)
+{
+	int err = namei_check_entry_ino(dir, name, len, child->ino);
+	if (err)
+		return err;
+	ordfs_rwlock_rdlock(&child->lock);
+	bool is_dir = namei_is_dir(child);
+	uint32_t parent = child->d.parent;
+	ordfs_rwlock_unlock(&child->lock);
+	if (!is_dir || parent == dir->ino)
+		return 0;
+	uint32_t now;
+	ordfs_rwlock_rdlock(&dir->lock);
+	err = dir_lookup(fs, dir, name, len, &now, NULL);
+	bool same = !err && now == child->ino;
+	/* Without child's lock: if dir holds child, no write of it can run
+	 * now; if not, any value says the same. */
+	if (same)
+		parent = __atomic_load_n(&child->d.parent, __ATOMIC_RELAXED);
+	ordfs_rwlock_unlock(&dir->lock);
+	if (err && err != -ENOENT)
+		return err;
+	if (!same)
+		return -EAGAIN;
+	if (parent == dir->ino)
+		return 0;
+	return namei_corrupt("directory %u: entry \"%.*s\" names directory %u, whose '..' is %u",
+			     dir->ino, (int)len, name, child->ino, parent);
+}
+
+/* The same with dir locked (either way) by the caller and child locked
+ * too, or known not to be a directory. */
+int namei_check_child_locked(const struct inode *dir, const char *name, size_t len,
+			     const struct inode *child)
+{
+	int err = namei_check_entry_ino(dir, name, len, child->ino);
+	if (!err && namei_is_dir(child) && child->d.parent != dir->ino)
+		err = namei_corrupt("directory %u: entry \"%.*s\" names directory %u, whose "
+				    "'..' is %u", dir->ino, (int)len, name, child->ino,
+				    child->d.parent);
+	return err;
+}
+
 int ordfs_lookup(struct ordfs *fs, struct inode *dir, const char *name, struct inode **out)
 {
 	size_t len = strlen(name);
@@ -90,12 +183,58 @@ int ordfs_lookup(struct ordfs *fs, struct inode *dir, const char *name, struct i
 	int err = dir_check_name(name, len);
 	if (err)
 		return err;
+	/* A name that moves on while it is checked is looked up again (a
+	 * rename each time: a few tries are plenty). */
+	for (unsigned tries = 0;; tries++) {
+		ordfs_rwlock_rdlock(&dir->lock);
+		err = dir_lookup(fs, dir, name, len, &ino, NULL);
+		ordfs_rwlock_unlock(&dir->lock);
+		if (!err)
+			err = namei_check_entry_ino(dir, name, len, ino);
+		if (err)
+			return err;
+		struct inode *child;
+		err = inode_get(fs, ino, &child);
+		if (err)
+			return err;
+		err = ordfs_check_entry(fs, dir, name, len, child);
+		if (!err) {
+			*out = child;
+			return 0;
+		}
+		inode_put(fs, child);
+		if (err != -EAGAIN || tries >= 16)
+			return err == -EAGAIN ? -ENOENT : err;
+	}
+}
+
+int ordfs_lookup_parent(struct ordfs *fs, struct inode *dir, struct inode **out)
+{
 	ordfs_rwlock_rdlock(&dir->lock);
-	err = dir_lookup(fs, dir, name, len, &ino, NULL);
+	bool is_dir = namei_is_dir(dir);
+	uint32_t parent = dir->ino == ORDFS_ROOT_INO ? ORDFS_ROOT_INO : dir->d.parent;
 	ordfs_rwlock_unlock(&dir->lock);
+	if (!is_dir)
+		return -ENOTDIR;
+	if (parent == dir->ino && dir->ino != ORDFS_ROOT_INO)
+		return namei_corrupt("directory %u: its '..' names itself", dir->ino);
+	struct inode *p;
+	int err = inode_get(fs, parent, &p);
+	if (err == -ENOENT || err == -EINVAL)
+		return namei_corrupt("directory %u: its '..' names inode %u, which is %s", dir->ino,
+				     parent, err == -ENOENT ? "free" : "out of range");
 	if (err)
 		return err;
-	return inode_get(fs, ino, out);
+	ordfs_rwlock_rdlock(&p->lock);
+	is_dir = namei_is_dir(p);
+	ordfs_rwlock_unlock(&p->lock);
+	if (!is_dir) {
+		inode_put(fs, p);
+		return namei_corrupt("directory %u: its '..' names inode %u, not a directory",
+				     dir->ino, parent);
+	}
+	*out = p;
+	return 0;
 }
 
 /* What every change of a name in dir needs: a writable filesystem, a
@@ -237,12 +376,16 @@ static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, 
 
 	ordfs_rwlock_wrlock(&dir->lock);
 	err = dir_lookup(fs, dir, name, len, &ino, NULL);
+	if (!err) /* never a second lock of dir, nor of the root under it */
+		err = namei_check_entry_ino(dir, name, len, ino);
 	if (!err)
 		err = inode_get(fs, ino, &child);
 	if (err)
 		goto out_unlock;
 	ordfs_rwlock_wrlock(&child->lock);
-	if ((err = iflags_refuses(dir->d.attr_flags, IFLAGS_DIR_REMOVE)) ||
+	if ((err = namei_check_child_locked(dir, name, len, child)))
+		;
+	else if ((err = iflags_refuses(dir->d.attr_flags, IFLAGS_DIR_REMOVE)) ||
 	    (err = iflags_refuses(child->d.attr_flags, IFLAGS_UNLINK)))
 		; /* may_delete asks before it looks at the types */
 	else if (want_dir && !namei_is_dir(child))

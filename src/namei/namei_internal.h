@@ -25,4 +25,14 @@ int namei_check_change_in_dir(struct ordfs *fs, struct inode *dir, const char *n
  * the orphan list at zero. */
 int namei_drop_link(struct ordfs *fs, struct handle *h, struct inode *child);
 
+/* Damage met by a namespace operation: the thread's corruption note
+ * (ordfs_take_corruption_note) set from fmt; returns -EUCLEAN. */
+int namei_corrupt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* -EUCLEAN if the entry name -> ino of dir names dir itself or the root. */
+int namei_check_entry_ino(const struct inode *dir, const char *name, size_t len, uint32_t ino);
+/* namei_check_entry_ino, and a directory child's '..' must be dir; dir and
+ * child locked by the caller (child: or not a directory). */
+int namei_check_child_locked(const struct inode *dir, const char *name, size_t len,
+			     const struct inode *child);
+
 #endif

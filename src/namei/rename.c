@@ -10,6 +10,10 @@
  *    names, link counts and ".." change in one handle.
  *  - A file replaced by a rename over it has its data written back first
  *    when it was written without fsync (the replace-via-rename pattern).
+ *  - The entries are untrusted (namei.c): one naming its own directory or
+ *    the root is -EUCLEAN before any further lock, a directory whose '..'
+ *    is not the directory naming it -EUCLEAN with all locks taken, and
+ *    the loop check's walk up '..' is bounded and finds cycles.
  *  - File flags (iflags.h, may_delete and may_create): neither the moved
  *    inode nor the one it replaces may be flagged i or a; the old
  *    directory, and the new one when a name there is replaced, may be
@@ -50,11 +54,16 @@
 /* ---- rename ---------------------------------------------------------------- */
 
 /* -EINVAL if moving src under newdir would put src inside itself.  Walks
- * ".." from newdir to the root; rename_lock keeps the tree still. */
+ * ".." from newdir to the root; rename_lock keeps the tree still.  The
+ * walk trusts no '..': it ends at the root, at src, or at damage
+ * (-EUCLEAN: a '..' naming itself, nothing, or a cycle), found with
+ * Brent's method, so a cycle costs a few times its length, not a walk over
+ * every inode. */
 static int check_not_ancestor(struct ordfs *fs, struct inode *src, struct inode *newdir)
 {
-	uint32_t cur = newdir->ino;
-	for (uint32_t steps = 0; steps < fs->sb.inode_count; steps++) {
+	uint32_t cur = newdir->ino, mark = cur;
+	uint64_t power = 1, run = 0;
+	for (uint64_t steps = 0; steps <= fs->sb.inode_count; steps++) {
 		if (cur == src->ino)
 			return -EINVAL;
 		if (cur == ORDFS_ROOT_INO)
@@ -62,14 +71,27 @@ static int check_not_ancestor(struct ordfs *fs, struct inode *src, struct inode 
 		struct inode *p;
 		int err = inode_get(fs, cur, &p);
 		if (err)
-			return err;
-		uint32_t parent = p->d.parent;
+			return err == -ENOENT ? namei_corrupt("directory %u: a '..' on the way to "
+							      "the root names free inode %u",
+							      newdir->ino, cur)
+					      : err;
+		uint32_t parent = __atomic_load_n(&p->d.parent, __ATOMIC_RELAXED);
 		inode_put(fs, p);
 		if (parent == 0 || parent == cur)
-			return -EUCLEAN;
+			return namei_corrupt("directory %u: its '..' names %s", cur,
+					     parent ? "itself" : "nothing");
 		cur = parent;
+		if (cur == mark)
+			return namei_corrupt("directory %u: the '..' chain above it loops through "
+					     "directory %u", newdir->ino, cur);
+		if (++run == power) { /* Brent: the mark moves on at powers of two */
+			mark = cur;
+			power *= 2;
+			run = 0;
+		}
 	}
-	return -EUCLEAN;
+	return namei_corrupt("directory %u: the '..' chain above it does not reach the root",
+			     newdir->ino);
 }
 
 struct rename_ctx {
@@ -268,6 +290,11 @@ static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldna
 		else if (err == -ENOENT)
 			err = 0;
 	}
+	/* Never a second lock of a directory, nor the root under one. */
+	if (!err)
+		err = namei_check_entry_ino(olddir, oldname, rc.oldlen, rc.src->ino);
+	if (!err && rc.dst)
+		err = namei_check_entry_ino(newdir, newname, rc.newlen, rc.dst->ino);
 	if (!err && rc.dst && (flags & RENAME_NOREPLACE))
 		err = -EEXIST;
 	if (!err && !rc.dst && (flags & RENAME_EXCHANGE))
@@ -280,7 +307,11 @@ static int rename_once(struct ordfs *fs, struct inode *olddir, const char *oldna
 		goto out;
 
 	lock_pair(rc.src, rc.dst);
-	err = rename_flags_allow(&rc);
+	err = namei_check_child_locked(olddir, oldname, rc.oldlen, rc.src);
+	if (!err && rc.dst)
+		err = namei_check_child_locked(newdir, newname, rc.newlen, rc.dst);
+	if (!err)
+		err = rename_flags_allow(&rc);
 	if (err) {
 		unlock_pair(rc.src, rc.dst);
 		goto out;

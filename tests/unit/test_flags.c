@@ -330,13 +330,19 @@ START_TEST(test_who_may_change_flags_through_ops)
 	struct ordfs *fs = t.fs;
 	struct inode *root = tfs_root(&t), *f = make_file(&t, root, "f", "x"), *l;
 	ck_assert_int_eq(ordfs_symlink(fs, root, "l", "f", &cred, &l), 0);
-	struct ordfs_flags_caller owner = { cred.uid, false, false };
-	struct ordfs_flags_caller stranger = { 4242, false, false };
-	struct ordfs_flags_caller fowner = { 4242, true, false };
+	struct ordfs_flags_caller owner = { cred.uid, false, false, false };
+	struct ordfs_flags_caller stranger = { 4242, false, false, false };
+	struct ordfs_flags_caller fowner = { 4242, true, false, true };
 	ck_assert_int_eq(ordfs_set_flags(fs, f, A | d_, ~0u, &stranger), -EPERM);
 	ck_assert_int_eq(ordfs_set_flags(fs, f, I, ~0u, &owner), -EPERM);
 	ck_assert_int_eq(ordfs_set_flags(fs, f, A_, ~0u, &fowner), -EPERM);
 	ck_assert_uint_eq(ordfs_get_flags(fs, f), 0);
+	/* j needs CAP_SYS_RESOURCE (ext4), even for the owner */
+	ck_assert_int_eq(ordfs_set_flags(fs, f, J, ~0u, &owner), -EPERM);
+	ck_assert_uint_eq(ordfs_get_flags(fs, f), 0);
+	struct ordfs_flags_caller resource = { cred.uid, false, false, true };
+	ck_assert_int_eq(ordfs_set_flags(fs, f, A | d_ | J | S, ~0u, &resource), 0);
+	ck_assert_int_eq(ordfs_set_flags(fs, f, A | d_ | S, ~0u, &owner), -EPERM);
 	ck_assert_int_eq(ordfs_set_flags(fs, f, A | d_ | J | S, ~0u, &owner), 0);
 	ck_assert_int_eq(ordfs_set_flags(fs, f, A, ~0u, &fowner), 0);
 	ck_assert_uint_eq(ordfs_get_flags(fs, f), A);

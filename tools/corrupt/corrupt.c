@@ -31,7 +31,8 @@ static const char *const kind_names[CORRUPT_KINDS] = {
 	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
 	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
-	"flags-type",
+	"flags-type",   "dirent-self",   "dirent-root",  "dirent-root-self",
+	"dirent-parent", "dotdot-cycle",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -446,6 +447,142 @@ static int damage_dir_hardlink(struct job *j, struct blockdev *bd)
 	return err ? err : uerr;
 }
 
+/* The directories of the image, each with its depth below the root
+ * (the root itself not listed). */
+struct dir_depths {
+	struct targets ino, depth;
+};
+
+static int list_dirs(struct ordfs *fs, struct dir_depths *out)
+{
+	int err = 0;
+	for (uint32_t ino = ORDFS_ROOT_INO + 1; ino <= fs->sb.inode_count && !err; ino++) {
+		struct inode *dir;
+		if (inode_get(fs, ino, &dir) != 0)
+			continue;
+		bool is_dir = S_ISDIR(dir->d.mode);
+		inode_put(fs, dir);
+		if (!is_dir)
+			continue;
+		/* depth by '..' (a valid image: bounded by the inode count) */
+		uint64_t depth = 0;
+		uint32_t cur = ino;
+		while (cur != ORDFS_ROOT_INO && depth <= fs->sb.inode_count && !err) {
+			struct inode *p;
+			err = inode_get(fs, cur, &p);
+			if (!err) {
+				cur = p->d.parent;
+				inode_put(fs, p);
+				depth++;
+			}
+		}
+		if (!err)
+			err = push(&out->ino, ino);
+		if (!err)
+			err = push(&out->depth, depth);
+	}
+	return err;
+}
+
+/* An entry "loop" naming another directory (or the directory itself), and
+ * for dotdot-cycle also the named directory's '..' turned to the one
+ * holding the entry: through the filesystem's directory code, in one
+ * handle. */
+static int damage_dirent_loop(struct job *j, struct blockdev *bd, enum corrupt_kind kind)
+{
+	struct ordfs *fs;
+	int err = mount_rw(bd, &fs);
+	if (err)
+		return err;
+	struct dir_depths dd = { 0 };
+	struct targets pick = { 0 };
+	err = list_dirs(fs, &dd);
+	uint64_t min_depth = kind == CORRUPT_DIRENT_PARENT || kind == CORRUPT_DOTDOT_CYCLE ? 2 : 1;
+	for (size_t i = 0; i < dd.ino.n && !err; i++)
+		if (dd.depth.v[i] >= min_depth)
+			err = push(&pick, dd.ino.v[i]);
+	uint32_t holder = ORDFS_ROOT_INO;
+	if (!err && pick.n == 0 && min_depth == 2 && dd.ino.n > 0) {
+		/* No directory two levels deep: one is made, under a directory
+		 * picked among those below the root. */
+		static const struct ordfs_cred cred = { 0, 0 };
+		struct inode *up = NULL, *sub = NULL;
+		err = inode_get(fs, (uint32_t)dd.ino.v[below(&j->rng, dd.ino.n)], &up);
+		if (!err)
+			err = ordfs_mkdir(fs, up, "sub", 0755, &cred, &sub);
+		if (!err)
+			err = push(&pick, sub->ino);
+		if (sub)
+			inode_put(fs, sub);
+		if (up)
+			inode_put(fs, up);
+	}
+	if (!err && kind != CORRUPT_DIRENT_ROOT_SELF) {
+		if (pick.n == 0)
+			err = -ENOENT;
+		else
+			holder = (uint32_t)pick.v[below(&j->rng, pick.n)];
+	}
+	free(dd.ino.v);
+	free(dd.depth.v);
+	free(pick.v);
+
+	struct inode *dir = NULL, *named = NULL;
+	if (!err)
+		err = inode_get(fs, holder, &dir);
+	uint32_t target = 0;
+	if (!err) {
+		switch (kind) {
+		case CORRUPT_DIRENT_SELF:
+		case CORRUPT_DIRENT_ROOT_SELF:
+			target = holder;
+			break;
+		case CORRUPT_DIRENT_ROOT:
+			target = ORDFS_ROOT_INO;
+			break;
+		default: /* parent, dotdot-cycle */
+			target = dir->d.parent;
+			break;
+		}
+		err = inode_get(fs, target, &named);
+	}
+	if (!err) {
+		struct handle *h;
+		/* lock order: the named directory is the holder's parent (or
+		 * the holder itself, or the root): it first, then a handle */
+		if (named != dir)
+			ordfs_rwlock_wrlock(&named->lock);
+		ordfs_rwlock_wrlock(&dir->lock);
+		err = journal_start(fs->journal, 24, &h);
+		if (!err) {
+			err = dir_add(fs, h, dir, "loop", 4, target, DT_DIR);
+			if (!err && kind == CORRUPT_DOTDOT_CYCLE) {
+				named->d.parent = holder;
+				err = inode_write(fs, h, named, 0);
+			}
+			int serr = journal_stop(h);
+			if (!err)
+				err = serr;
+		}
+		ordfs_rwlock_unlock(&dir->lock);
+		if (named != dir)
+			ordfs_rwlock_unlock(&named->lock);
+		if (kind == CORRUPT_DOTDOT_CYCLE)
+			snprintf(j->what, j->what_len,
+				 "dotdot-cycle: directory %u names its parent %u as \"loop\", "
+				 "whose '..' is now %u", holder, target, holder);
+		else
+			snprintf(j->what, j->what_len, "%s: directory %u has an entry \"loop\" naming %u",
+				 corrupt_kind_name(kind), holder, target);
+	}
+	if (named)
+		inode_put(fs, named);
+	if (dir)
+		inode_put(fs, dir);
+	int uerr = ordfs_unmount(fs);
+	return err ? err : uerr;
+}
+
 /* One superblock field set to a random value, checksum recomputed. */
 static int damage_super(struct job *j)
 {
@@ -663,6 +800,13 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		break;
 	case CORRUPT_FLAGS_TYPE:
 		err = change_inode_slot(&j, &f.files, kind, change_field, &f);
+		break;
+	case CORRUPT_DIRENT_SELF:
+	case CORRUPT_DIRENT_ROOT:
+	case CORRUPT_DIRENT_ROOT_SELF:
+	case CORRUPT_DIRENT_PARENT:
+	case CORRUPT_DOTDOT_CYCLE:
+		err = damage_dirent_loop(&j, bd, kind);
 		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);

@@ -9,6 +9,10 @@
  * the structure's checksum valid, as a hostile image would: the damage
  * must then be caught by the structure checks, not the CRC.
  *
+ * The dirent and dotdot kinds are made through the filesystem's own
+ * directory code in a handle on a read-write mount (valid checksums
+ * everywhere), as dir-hardlink is: damage a buggy or hostile writer makes.
+ *
  * Rules: the same image, kind and seed always give the same damage; a
  * kind whose target does not exist in the image (no directory blocks
  * beyond the root's, an empty journal) returns -ENOENT and changes
@@ -54,6 +58,18 @@ enum corrupt_kind {
 	CORRUPT_FLAGS_TYPE,      /* a regular file flagged D (and d), which only
 				    a directory may carry, on an image without
 				    the file_flags feature (valid checksum) */
+	CORRUPT_DIRENT_SELF,     /* an entry "loop" in a directory other than the
+				    root naming that directory itself */
+	CORRUPT_DIRENT_ROOT,     /* an entry "loop" in a directory other than the
+				    root naming the root */
+	CORRUPT_DIRENT_ROOT_SELF, /* an entry "loop" in the root naming the root */
+	CORRUPT_DIRENT_PARENT,   /* an entry "loop" in a directory two or more
+				    levels deep naming its parent (-ENOENT
+				    without one) */
+	CORRUPT_DOTDOT_CYCLE,    /* a '..' cycle: directory b (two or more levels
+				    deep) gets an entry "loop" naming its parent
+				    a, and a's '..' names b (-ENOENT without
+				    such a b) */
 	CORRUPT_KINDS
 };
 
