@@ -193,19 +193,16 @@ static void claim(struct scrubber *s, uint64_t start, uint64_t len, const char *
 		s->cur_bad = true;
 		return;
 	}
-	bool told = false;
 	s->cur_blocks += len;
-	for (uint64_t b = start; b < start + len; b++) {
-		s->res->blocks++;
-		if (!told && !alloc_block_in_use(s->fs->alloc, b)) {
-			scrub_problem(s, CHK_BLOCK_BITMAP,
-				      "inode %u maps %s block %llu, which the block bitmap says is free",
-				      s->cur_ino, what, (unsigned long long)b);
-			told = true; /* one line per extent */
-		}
+	s->res->blocks += len;
+	uint64_t unmarked = alloc_first_unmarked(s->fs->alloc, start, len);
+	if (unmarked != UINT64_MAX) /* one line per extent */
+		scrub_problem(s, CHK_BLOCK_BITMAP,
+			      "inode %u maps %s block %llu, which the block bitmap says is free",
+			      s->cur_ino, what, (unsigned long long)unmarked);
+	for (uint64_t b = start; b < start + len; b++)
 		if (bit_test_set(s->claimed, b) && u64vec_push(&s->dup_blocks, b))
 			s->err = -ENOMEM;
-	}
 }
 
 static int node_claim(void *ctx, uint64_t blockno, unsigned depth, int bad)
