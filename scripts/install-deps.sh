@@ -8,7 +8,8 @@
 set -euo pipefail
 
 # clang and its runtime (libFuzzer) build the fuzz target (scripts/fuzz.sh).
-# acl (setfacl/getfacl) drives the mounted ACL test.
+# acl (setfacl/getfacl) drives the mounted ACL test; attr (setfattr) the
+# scrub test's writers (tests/cli/test_scrub.sh).
 # e2fsprogs (lsattr, chattr) drives the mounted file-flags test.
 # man-db and groff-base render and check the manual pages (tests/cli/test_man.sh).
 # dpkg-dev, debhelper and lintian build and check the Debian package
@@ -24,7 +25,7 @@ set -euo pipefail
 # and the transport probe (bench/uring_probe/).
 PACKAGES=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 check
 	libnbd-dev libnbd-bin nbdkit libmount-dev liburing-dev
-	libsqlite3-dev clang libclang-rt-14-dev acl e2fsprogs man-db groff-base
+	libsqlite3-dev clang libclang-rt-14-dev acl attr e2fsprogs man-db groff-base
 	dpkg-dev debhelper lintian python3 binutils)
 
 is_installed() {

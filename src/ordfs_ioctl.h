@@ -107,6 +107,26 @@ struct ordfs_grow {
 };
 #define ORDFS_IOC_GROW _IOWR('o', 0x05, struct ordfs_grow)
 
+/* The online scrub (ordfsctl scrub, check/scrub.h): checks the mounted
+ * filesystem's metadata and cross-references (bitmaps against extent
+ * trees and inode slots, blocks mapped twice) while it stays in use, at
+ * idle priority; what it finds is logged, recorded as the error state
+ * (the errors= policy applies; the next read-write mount asks for fsck)
+ * and returned: the counts and the first lines.  CAP_SYS_ADMIN or the
+ * mount's owner. */
+#define ORDFS_SCRUB_LINES 16
+#define ORDFS_SCRUB_LINE_LEN 192
+struct ordfs_scrub {
+	uint64_t inodes;           /* inodes in use checked */
+	uint64_t dirs;             /* of which directories */
+	uint64_t blocks;           /* blocks they map */
+	uint64_t elapsed_ns;       /* how long the scrub took */
+	uint32_t problems;         /* found (0: clean) */
+	uint32_t lines;            /* how many of them are in line[] */
+	char line[ORDFS_SCRUB_LINES][ORDFS_SCRUB_LINE_LEN];
+};
+#define ORDFS_IOC_SCRUB _IOR('o', 0x06, struct ordfs_scrub)
+
 /* The kernel's shutdown ioctl (ext4's EXT4_IOC_SHUTDOWN, XFS's
  * XFS_IOC_GOINGDOWN, xfstests' godown), in linux/fs.h only since Linux
  * 6.x headers.  Its u32 argument is the flags below; the number says

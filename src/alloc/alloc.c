@@ -646,6 +646,31 @@ bool alloc_block_in_use(struct alloc *a, uint64_t blockno)
 	return on;
 }
 
+uint64_t alloc_first_unmarked(struct alloc *a, uint64_t start, uint64_t len)
+{
+	ordfs_mutex_lock(&a->lock);
+	uint64_t found = UINT64_MAX;
+	uint64_t end = start + len <= a->block_count ? start + len : a->block_count;
+	for (uint64_t i = start; i < end && found == UINT64_MAX;) {
+		uint64_t idx = i / a->bits_per_block;
+		uint64_t stop = (idx + 1) * a->bits_per_block < end ? (idx + 1) * a->bits_per_block
+								    : end;
+		struct buf *b;
+		if (read_bitmap_block(a, bitmap_block_of(a, ORDFS_BT_BLOCK_BITMAP, idx),
+				      ORDFS_BT_BLOCK_BITMAP, &b) == 0) {
+			for (; i < stop; i++)
+				if (!ordfs_bitmap_bit(b->data, (uint32_t)(i % a->bits_per_block))) {
+					found = i;
+					break;
+				}
+			bcache_put(a->cache, b);
+		}
+		i = stop; /* an unreadable bitmap block counts as marked */
+	}
+	ordfs_mutex_unlock(&a->lock);
+	return found;
+}
+
 bool alloc_inode_in_use(struct alloc *a, uint32_t ino)
 {
 	if (ino == 0 || ino > a->inode_count)

@@ -154,5 +154,9 @@ uint32_t alloc_credits(const struct alloc *a, uint32_t nblocks);
 /* Tests and the checker: is block / inode marked in the on-disk bitmap? */
 bool alloc_block_in_use(struct alloc *a, uint64_t blockno);
 bool alloc_inode_in_use(struct alloc *a, uint32_t ino);
+/* The online scrub: the first block of [start, start + len) the on-disk
+ * bitmap has not marked, or UINT64_MAX (one lock, one lookup per bitmap
+ * block, where alloc_block_in_use takes them per block). */
+uint64_t alloc_first_unmarked(struct alloc *a, uint64_t start, uint64_t len);
 
 #endif

@@ -89,6 +89,11 @@ int daemon_remount(struct daemon_ctx *dc, const char *opts, char *reply, size_t 
 /* ORDFS_IOC_GROW (fuse_grow.c): 0 or a negative errno with g->reply set. */
 struct ordfs_grow;
 int daemon_grow(struct daemon_ctx *dc, struct ordfs_grow *g);
+
+/* ORDFS_IOC_SCRUB (fuse_scrub.c): the online scrub at idle priority; 0
+ * (out->problems says what it found) or a negative errno. */
+struct ordfs_scrub;
+int daemon_scrub(struct daemon_ctx *dc, struct ordfs_scrub *out);
 void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_file_info *fi,
 	      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 /* The file-flag ioctls (fuse_fileattr.c): true when cmd is one of them

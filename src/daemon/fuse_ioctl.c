@@ -1,15 +1,16 @@
 /*
  * fuse_ioctl.c - the ioctls the daemon answers (src/ordfs_ioctl.h) on any
- * file or directory of the mount: ORDFS_IOC_SYNC, ORDFS_IOC_STATS and
- * ORDFS_IOC_TRIM for ordfsctl.  The ORDFS_IOC_TEST_* ioctls go to
+ * file or directory of the mount: ORDFS_IOC_SYNC, ORDFS_IOC_STATS,
+ * ORDFS_IOC_TRIM, ORDFS_IOC_REMOUNT, ORDFS_IOC_GROW and ORDFS_IOC_SCRUB
+ * (fuse_scrub.c) for ordfsctl.  The ORDFS_IOC_TEST_* ioctls go to
  * test_hooks.c, which exists only in a -Dtest_hooks=true build (ENOTTY
  * otherwise, as for any ioctl not listed).
  *
  * Rules: FUSE passes only restricted ioctls (size and direction in the
  * number), so every argument is a fixed struct; 32-bit callers (compat)
  * get ENOSYS.  An ioctl that changes the image or costs I/O for everyone
- * beyond what the caller's own files need (TRIM, REMOUNT, GROW, the test
- * hooks) takes
+ * beyond what the caller's own files need (TRIM, REMOUNT, GROW, SCRUB,
+ * the test hooks) takes
  * CAP_SYS_ADMIN, as FITRIM does in the kernel, or the mount's owner (the
  * user the daemon runs as: a user's own fusermount3 mount); others get
  * EPERM.  STATS reads, and SYNC is what sync(2) and syncfs(2) are to any
@@ -103,7 +104,8 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 	int err;
 	bool administers = (unsigned)cmd == ORDFS_IOC_TRIM || (unsigned)cmd == ORDFS_IOC_TEST_MARK ||
 			   (unsigned)cmd == ORDFS_IOC_TEST_FAULT || (unsigned)cmd == FS_IOC_SHUTDOWN ||
-			   (unsigned)cmd == ORDFS_IOC_REMOUNT || (unsigned)cmd == ORDFS_IOC_GROW;
+			   (unsigned)cmd == ORDFS_IOC_REMOUNT || (unsigned)cmd == ORDFS_IOC_GROW ||
+			   (unsigned)cmd == ORDFS_IOC_SCRUB;
 	if (administers && !caller_may_administer(req)) {
 		reply_result(req, -EPERM);
 		return;
@@ -142,6 +144,18 @@ void op_ioctl(fuse_req_t req, fuse_ino_t node, int cmd, void *arg, struct fuse_f
 		/* as for REMOUNT: the reason travels with the error */
 		int rc = daemon_grow(ctx_of(req), &g);
 		fuse_reply_ioctl(req, rc, &g, sizeof(g));
+		return;
+	}
+	case ORDFS_IOC_SCRUB: {
+		struct ordfs_scrub sc;
+		if (out_bufsz < sizeof(sc)) {
+			err = -EINVAL;
+			break;
+		}
+		err = daemon_scrub(ctx_of(req), &sc);
+		if (err)
+			break;
+		fuse_reply_ioctl(req, 0, &sc, sizeof(sc));
 		return;
 	}
 	case ORDFS_IOC_TRIM: {

@@ -14,9 +14,14 @@
  *                             remount (src/daemon/remount_client.c): what a
  *                             user, who cannot run mount(8) on the mount,
  *                             uses; as root it sets the kernel's flags too.
+ *   scrub MOUNTPOINT          check the mounted filesystem's metadata and
+ *                             cross-references while it stays in use
+ *                             (check/scrub.h); prints what it found.
  * Rules: talks to the daemon only through the ioctls of ordfs_ioctl.h on
  * a file or directory of the mount; one line on error; exit 0 on
- * success, 1 if the daemon reported an error, 2 for a usage error.
+ * success, 1 if the daemon reported an error, 2 for a usage error, and
+ * for scrub 4 when it found problems (as fsck.ordfs: errors left
+ * uncorrected; fsck.ordfs repairs them once the filesystem is unmounted).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +45,7 @@ static void usage(FILE *out)
 		     "       ordfsctl trim MOUNTPOINT\n"
 		     "       ordfsctl stats [--json] MOUNTPOINT\n"
 		     "       ordfsctl remount MOUNTPOINT OPTIONS\n"
+		     "       ordfsctl scrub MOUNTPOINT\n"
 		     "  sync   write back all dirty data, commit the journal and flush the\n"
 		     "         image now (sync(1) does not reach FUSE filesystems; without\n"
 		     "         this, data waits for the next periodic commit)\n"
@@ -53,7 +59,12 @@ static void usage(FILE *out)
 		     "         mount -o remount does: ro, rw, commit=, barrier, nobarrier,\n"
 		     "         discard, nodiscard, errors=, flush_error=, relatime,\n"
 		     "         strictatime, noatime, nodiratime, lazytime, journal_ioprio=\n"
-		     "         (root, or the user who mounted it)\n");
+		     "         (root, or the user who mounted it)\n"
+		     "  scrub  check the metadata of the mounted filesystem while it stays\n"
+		     "         in use (inode and block bitmaps against inodes and extent\n"
+		     "         trees, blocks mapped twice, directory entries), at idle\n"
+		     "         priority; problems are logged and recorded for fsck.ordfs;\n"
+		     "         exit 4 if any were found (root, or the user who mounted it)\n");
 }
 
 /* ioctl `cmd` on path; prints why it failed.  0 or 1. */
@@ -85,6 +96,29 @@ static int cmd_trim(const char *path)
 	printf("%s: %.1f MiB (%llu bytes) trimmed\n", path,
 	       (double)t.trimmed_bytes / (1024.0 * 1024.0), (unsigned long long)t.trimmed_bytes);
 	return 0;
+}
+
+static int cmd_scrub(const char *path)
+{
+	struct ordfs_scrub sc;
+	memset(&sc, 0, sizeof(sc));
+	if (ask(path, ORDFS_IOC_SCRUB, &sc, "scrub"))
+		return 1;
+	for (uint32_t i = 0; i < sc.lines && i < ORDFS_SCRUB_LINES; i++)
+		printf("%s: %.*s\n", path, ORDFS_SCRUB_LINE_LEN, sc.line[i]);
+	if (sc.problems > sc.lines)
+		printf("%s: ... and %u more (the daemon's log has them all)\n", path,
+		       sc.problems - sc.lines);
+	printf("%s: scrubbed %llu inodes (%llu directories), %llu blocks in %.2f s: ", path,
+	       (unsigned long long)sc.inodes, (unsigned long long)sc.dirs,
+	       (unsigned long long)sc.blocks, (double)sc.elapsed_ns / 1e9);
+	if (!sc.problems) {
+		printf("clean\n");
+		return 0;
+	}
+	printf("%u problem%s; unmount and run fsck.ordfs\n", sc.problems,
+	       sc.problems == 1 ? "" : "s");
+	return 4;
 }
 
 static int cmd_stats(const char *path, bool json)
@@ -120,6 +154,8 @@ int main(int argc, char **argv)
 		return ask(argv[2], ORDFS_IOC_SYNC, NULL, "sync");
 	if (argc == 3 && strcmp(argv[1], "trim") == 0)
 		return cmd_trim(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "scrub") == 0)
+		return cmd_scrub(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "remount") == 0) {
 		char msg[1024];
 		if (remount_client(argv[2], argv[3], false, msg, sizeof(msg)) != 0) {
@@ -146,10 +182,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (argc >= 2 && strcmp(argv[1], "sync") != 0 && strcmp(argv[1], "stats") != 0 &&
-	    strcmp(argv[1], "trim") != 0 && strcmp(argv[1], "remount") != 0)
+	    strcmp(argv[1], "trim") != 0 && strcmp(argv[1], "remount") != 0 &&
+	    strcmp(argv[1], "scrub") != 0)
 		fprintf(stderr, "ordfsctl: unknown command '%s' (see --help)\n", argv[1]);
 	else
-		fprintf(stderr, "ordfsctl: usage: ordfsctl sync|trim MOUNTPOINT | stats [--json] "
+		fprintf(stderr, "ordfsctl: usage: ordfsctl sync|trim|scrub MOUNTPOINT | stats [--json] "
 			"MOUNTPOINT | remount MOUNTPOINT OPTIONS\n");
 	return 2;
 }
