@@ -54,6 +54,19 @@ enum corrupt_kind {
 	CORRUPT_FLAGS_TYPE,      /* a regular file flagged D (and d), which only
 				    a directory may carry, on an image without
 				    the file_flags feature (valid checksum) */
+	CORRUPT_JOURNAL_RO_COMPAT, /* a committed transaction in the log whose copy
+				      of block 0 sets an unknown ro_compat bit
+				      (every checksum valid): replay brings it */
+	CORRUPT_JOURNAL_SEQ_LIMIT, /* the (empty) journal's sequence at 2^62 - 1,
+				      the largest the reader accepts */
+	CORRUPT_JOURNAL_LIVE_LIMIT, /* two committed transactions, sequences
+				       2^62 - 1 and 2^62 (what an ordfs before
+				       the sequence limit wrote), to replay */
+	CORRUPT_JOURNAL_ERRNO_MIN, /* the journal superblock's errno INT_MIN,
+				      with a committed transaction to replay */
+	CORRUPT_OWNER_HELD,      /* the owner record held by a silent holder of
+				    another host claiming a heartbeat interval
+				    of 0xffffffff ms */
 	CORRUPT_KINDS
 };
 
