@@ -122,6 +122,9 @@ else
 fi
 "$FSCK" -fn "$IMG" >"$WORK/fsck.out" 2>&1
 check "fsck.ordfs -fn after it exits 0 (got $?)" test $? -eq 0
+seq=$("$BUILD/tools/dump.ordfs" "$IMG" 2>/dev/null | sed -n 's/^ *Journal sequence: *//p')
+check "the journal started again at 1 (sequence now ${seq:-?})" \
+	bash -c "[ -n '$seq' ] && [ '$seq' -lt 1000 ]"
 
 IMG=$WORK/live.img
 fresh "$IMG" || fail "make the populated image"
