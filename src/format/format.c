@@ -550,7 +550,7 @@ static int journal_super_decode_copy(const uint8_t *blk, uint32_t block_size,
 		return fail(why, "journal start out of range");
 	/* mkfs starts at 1 and every number after is one more: 0 (whose
 	 * predecessor wraps to 2^64 - 1) or a number near the wrap is damage. */
-	if (js->sequence == 0 || js->sequence >= (1ull << 62))
+	if (js->sequence == 0 || js->sequence >= ORDFS_JSEQ_LIMIT)
 		return fail(why, "journal sequence out of range");
 	return 0;
 }

@@ -562,6 +562,16 @@ enum ordfs_xattr_namespace {
  *   in log order, 24 u64 commit time sec, 32 u32 nsec
  */
 #define ORDFS_JOURNAL_MAGIC 0x4c4e524au /* "JRNL" */
+/* Journal sequence numbers.  The journal superblock's sequence is in
+ * [1, ORDFS_JSEQ_LIMIT): the reader refuses anything else.  ordfs never
+ * writes one it would refuse: a transaction is committed only while its
+ * sequence + 1 is below the limit, and a log found empty with a sequence
+ * at or past ORDFS_JSEQ_RENEW starts a new run at 1 when it is next opened
+ * for writing (every log block zeroed first, so no old block can match a
+ * new sequence).  2^61 commits lie between the two: no mount gets from
+ * one to the other. */
+#define ORDFS_JSEQ_LIMIT (1ull << 62)
+#define ORDFS_JSEQ_RENEW (1ull << 61)
 #define ORDFS_JB_HDR 16u
 #define ORDFS_JB_TAIL 4u
 #define ORDFS_JTAG_SIZE 16u

@@ -80,9 +80,12 @@ int journal_barrier(struct journal *j)
 	return err;
 }
 
-/* sb_write_lock held. */
+/* sb_write_lock held.  Never a sequence the reader refuses (format.h):
+ * commit_write keeps every tid below the limit, so this is a bug's. */
 static int write_super_locked(struct journal *j, uint32_t start, uint64_t sequence)
 {
+	if (sequence == 0 || sequence >= ORDFS_JSEQ_LIMIT)
+		return -EOVERFLOW;
 	ordfs_mutex_lock(&j->state_lock);
 	struct ordfs_journal_super js = {
 		.block_size = j->block_size,
@@ -311,7 +314,18 @@ static int commit_write(struct journal *j, struct transaction *tx, bool *retryab
 {
 	*retryable = true;
 	struct log_image li = { 0 };
-	int err = build_log_image(j, tx, &li);
+	int err = 0;
+	if (tx->tid + 1 >= ORDFS_JSEQ_LIMIT) {
+		/* The journal superblock could not say the next sequence.  A
+		 * mount starts below ORDFS_JSEQ_RENEW (journal_open): 2^61
+		 * commits away from here. */
+		ordfs_log(LOG_ERR, "journal sequence %llu reached the limit: nothing more is "
+			  "committed", (unsigned long long)tx->tid);
+		*retryable = false;
+		err = -EOVERFLOW;
+		goto out;
+	}
+	err = build_log_image(j, tx, &li);
 	if (err)
 		goto out;
 

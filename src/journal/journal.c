@@ -161,10 +161,16 @@ int journal_open(struct blockdev *bd, struct bcache *cache, const struct ordfs_s
 	pthread_cond_init(&j->handle_cond, NULL);
 	pthread_cond_init(&j->commit_cond, NULL);
 	pthread_cond_init(&j->done_cond, NULL);
+	/* A log due for a new run of sequences (ORDFS_JSEQ_RENEW, format.h)
+	 * starts at 1: no mount could commit the 2^61 transactions that lie
+	 * between it and a value the reader refuses.  Nothing holds a tid of
+	 * the old run yet: it is safe only here. */
+	bool renew = js.sequence >= ORDFS_JSEQ_RENEW;
+	uint64_t first_seq = renew ? 1 : js.sequence;
 	j->head = j->tail = j->log_first;
-	j->committed_tid = js.sequence - 1;
+	j->committed_tid = first_seq - 1;
 	j->commit_request = j->committed_tid;
-	j->running = transaction_new(js.sequence);
+	j->running = transaction_new(first_seq);
 	j->stats.log_total = j->log_total - j->log_first;
 	if (!j->running) {
 		journal_free(j);
@@ -174,7 +180,14 @@ int journal_open(struct blockdev *bd, struct bcache *cache, const struct ordfs_s
 	/* The log is in use from now on: recovery must scan from `first`.
 	 * Read-only: not yet (journal_set_writable writes the same). */
 	j->readonly = cfg->start_readonly;
-	err = j->readonly ? 0 : journal_write_super(j, j->log_first, js.sequence);
+	j->renew_pending = renew && j->readonly;
+	if (renew && !j->readonly) {
+		ordfs_log(LOG_NOTICE, "journal sequence %llu is near the limit: log zeroed, "
+			  "sequences start again at 1", (unsigned long long)js.sequence);
+		err = journal_log_zero(bd, j->journal_start, j->block_size, j->log_total);
+	}
+	if (!err && !j->readonly)
+		err = journal_write_super(j, j->log_first, first_seq);
 	if (err) {
 		journal_free(j);
 		return err;
@@ -579,10 +592,16 @@ int journal_set_writable(struct journal *j)
 	ordfs_mutex_unlock(&j->state_lock);
 	if (aborted)
 		return -EROFS;
+	/* Opened read-only on a log due for a new run (journal_open): the old
+	 * blocks go before sequence 1 is written anywhere. */
+	int err = j->renew_pending ? journal_log_zero(j->bd, j->journal_start, j->block_size,
+						      j->log_total) : 0;
 	/* In use again: recovery scans from head, where the next commit
 	 * goes, for sequence `next` on (as after a checkpoint, F4). */
-	int err = journal_write_super(j, head, next);
+	if (!err)
+		err = journal_write_super(j, head, next);
 	if (!err) {
+		j->renew_pending = false;
 		ordfs_mutex_lock(&j->state_lock);
 		j->tail = head;
 		j->readonly = false;

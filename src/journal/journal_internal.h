@@ -89,6 +89,10 @@ struct journal {
 	bool stopping;                 /* (S) */
 	bool readonly;                 /* (S) journal_set_readonly: no handles */
 	bool ioprio_changed;           /* (S) journal_set_tunables: apply it */
+	bool renew_pending;            /* opened read-only on a log due for a
+					* new run of sequences: the running tid
+					* is 1 already; journal_set_writable
+					* zeroes the log before it writes */
 	struct journal_stats stats;    /* (S) */
 
 	/* Buffers with a committed copy not yet written home. (S) */
@@ -125,6 +129,11 @@ int journal_write_super(struct journal *j, uint32_t start, uint64_t sequence);
 int journal_rewrite_super(struct journal *j);
 void wait_abort_notified(struct journal *j);
 int journal_barrier(struct journal *j);
+
+/* recovery.c: zeroes log blocks 1 .. total_blocks - 1 and flushes (before
+ * a new run of sequences starts at 1: no old block can match one). */
+int journal_log_zero(struct blockdev *bd, uint64_t journal_start, uint32_t bs,
+		     uint32_t total_blocks);
 
 /* checkpoint.c */
 void journal_ckpt_add(struct journal *j, struct buf *b, uint8_t *copy, uint64_t tid);

@@ -18,6 +18,10 @@
  *                replayed after earlier ones, so the newest copy wins.
  *   Then F(home) flush, journal superblock start = 0 and sequence =
  *   end_seq (the next after the last one replayed) [J7], F(super) flush.
+ *   An end_seq at or past ORDFS_JSEQ_LIMIT (a log written by an ordfs
+ *   before the limit) is written as ORDFS_JSEQ_LIMIT - 1: still past
+ *   ORDFS_JSEQ_RENEW, so the next open for writing zeroes the log and
+ *   starts again at 1 (journal.c), and never a value the reader refuses.
  *
  * What makes a transaction valid (anything else ends the log there):
  *  - it is a run of descriptor and revoke blocks, in any order, each
@@ -59,7 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "journal.h"
+#include "journal_internal.h"
 #include "../blockdev/blockdev.h"
 
 enum recovery_pass { PASS_SCAN, PASS_REVOKE, PASS_REPLAY };
@@ -486,6 +490,17 @@ static int read_journal_super(struct recovery *r)
 	return 0;
 }
 
+/* The journal superblock's errno field as the caller may use it: 0, or a
+ * negative errno.  Anything else non-zero (positive, below -4095, INT_MIN,
+ * whose negation overflows) says an error was recorded but not which: it
+ * is read as -EUCLEAN. */
+static int32_t recorded_errno(int32_t field)
+{
+	if (field == 0 || (field < 0 && field >= -4095))
+		return field;
+	return -EUCLEAN;
+}
+
 static int recovery_init(struct recovery *r, struct blockdev *bd, const struct ordfs_super *sb,
 			 unsigned flags, struct journal_recovery_info *info)
 {
@@ -508,7 +523,7 @@ static int recovery_init(struct recovery *r, struct blockdev *bd, const struct o
 		return err;
 	info->first_seq = info->next_seq = r->js.sequence;
 	info->needed = r->js.start != 0;
-	info->journal_err = r->js.err;
+	info->journal_err = recorded_errno(r->js.err);
 	return 0;
 }
 
@@ -528,7 +543,10 @@ static int mark_log_empty(struct recovery *r)
 		return err;
 	struct ordfs_journal_super js = r->js;
 	js.start = 0;
-	js.sequence = r->end_seq;
+	/* A log an ordfs before the sequence limit wrote may end past it: the
+	 * largest sequence the reader accepts says "empty, renew at the next
+	 * open for writing" just as well (journal_open zeroes the log then). */
+	js.sequence = r->end_seq < ORDFS_JSEQ_LIMIT ? r->end_seq : ORDFS_JSEQ_LIMIT - 1;
 	ordfs_journal_super_encode(&js, r->sb->csum_seed, r->blk);
 	err = blockdev_write(r->bd, r->blk, r->bs, r->sb->journal_start * (uint64_t)r->bs);
 	if (err)
@@ -581,6 +599,24 @@ int journal_clear_error(struct blockdev *bd, const struct ordfs_super *sb, bool 
 	return err;
 }
 
+#define ZERO_CHUNK_BLOCKS 64u
+
+int journal_log_zero(struct blockdev *bd, uint64_t journal_start, uint32_t bs,
+		     uint32_t total_blocks)
+{
+	uint32_t chunk = total_blocks - 1 < ZERO_CHUNK_BLOCKS ? total_blocks - 1 : ZERO_CHUNK_BLOCKS;
+	uint8_t *zero = calloc(chunk ? chunk : 1, bs);
+	if (!zero)
+		return -ENOMEM;
+	int err = 0;
+	for (uint32_t i = 1; i < total_blocks && !err; i += chunk) {
+		uint32_t n = total_blocks - i < chunk ? total_blocks - i : chunk;
+		err = blockdev_write(bd, zero, (size_t)n * bs, (journal_start + i) * (uint64_t)bs);
+	}
+	free(zero);
+	return err ? err : blockdev_flush(bd);
+}
+
 int journal_reset(struct blockdev *bd, const struct ordfs_super *sb)
 {
 	uint32_t bs = ordfs_block_size(sb);
@@ -589,11 +625,7 @@ int journal_reset(struct blockdev *bd, const struct ordfs_super *sb)
 		return -ENOMEM;
 	/* Every log block zeroed first, so no stale descriptor or commit
 	 * record can ever match the new sequence. */
-	int err = 0;
-	for (uint32_t i = 1; i < sb->journal_blocks && !err; i++)
-		err = blockdev_write(bd, blk, bs, (sb->journal_start + i) * (uint64_t)bs);
-	if (!err)
-		err = blockdev_flush(bd);
+	int err = journal_log_zero(bd, sb->journal_start, bs, sb->journal_blocks);
 	if (!err) {
 		struct ordfs_journal_super js = {
 			.block_size = bs,

@@ -5,7 +5,11 @@
  *   1. read and validate the superblock (nothing written yet; a refusal
  *      leaves the image untouched);
  *   2. replay the journal if it is not empty (journal_recover, shared with
- *      fsck);
+ *      fsck), then read block 0 again and run the same validation as in
+ *      step 1 on it (read_valid_super: one function for both), plus: the
+ *      replay did not change the geometry this mount already uses.  A
+ *      refusal here leaves the image replayed (as any mount or fsck would
+ *      leave it), so the next mount refuses it at step 1 alike;
  *   3. load the allocator (bitmap checksums verified), check the root;
  *   4. read-write only: refuse an image whose superblock records an error
  *      (fsck.ordfs first), give the log its host space on a sparse image
@@ -95,6 +99,33 @@ static int check_root(struct ordfs *fs, const char **why)
 	return 0;
 }
 
+/* The one check of block 0 a mount makes: on the first read (prev NULL)
+ * and again after journal replay wrote block 0 (prev: the superblock the
+ * mount read first, whose geometry it already uses: the block size and
+ * checksum seed the flush guard and the replay worked with, the journal's
+ * place).  ordfs_read_super validates every field; what this mount may do
+ * with the features found is decided here.  Fills fs->sb. */
+static int read_valid_super(struct ordfs *fs, const struct ordfs_super *prev, const char **why)
+{
+	int err = ordfs_read_super(fs->bd, false, &fs->sb, why);
+	if (err)
+		return err;
+	if ((fs->sb.feature_ro_compat & ~ORDFS_FEATURE_RO_COMPAT_SUPPORTED) && !fs->opts.readonly) {
+		*why = "image has features this ordfs can only mount read-only";
+		return -EROFS;
+	}
+	if (prev && (fs->sb.log_block_size != prev->log_block_size ||
+		     fs->sb.csum_seed != prev->csum_seed ||
+		     fs->sb.journal_start != prev->journal_start ||
+		     fs->sb.journal_blocks != prev->journal_blocks ||
+		     memcmp(fs->sb.uuid, prev->uuid, ORDFS_UUID_LEN) != 0)) {
+		*why = "journal replay changed the superblock's block size, checksum seed, "
+		       "journal or UUID (run fsck.ordfs)";
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
 static int replay_if_needed(struct ordfs *fs, const char **why)
 {
 	int need = journal_needs_recovery(fs->bd, &fs->sb);
@@ -121,12 +152,15 @@ static int replay_if_needed(struct ordfs *fs, const char **why)
 		*why = reason_buf;
 		return err;
 	}
-	/* Replay may have changed block 0 (orphan list): read it again. */
-	err = ordfs_read_super(fs->bd, false, &fs->sb, why);
+	/* Replay may have changed block 0 (orphan list, features, a grow):
+	 * everything the first read checked is checked again. */
+	struct ordfs_super before = fs->sb;
+	err = read_valid_super(fs, &before, why);
 	if (err || fs->recovery.journal_err == 0)
 		return err;
 	/* The journal stopped on an error it recorded (remount-ro): the
-	 * superblock says so from now on, until fsck clears it. */
+	 * superblock says so from now on, until fsck clears it.  The value
+	 * is the image's: journal_recover gives a negative errno, in range. */
 	fs->sb.state |= ORDFS_STATE_ERROR;
 	fs->sb.last_error_code = (uint32_t)-fs->recovery.journal_err;
 	err = ordfs_write_super(fs->bd, &fs->sb, false);
@@ -248,22 +282,15 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	pthread_cond_init(&fs->writeback_cond, NULL);
 	sync_gate_init(&fs->sync_gate);
 
-	int err = ordfs_read_super(bd, false, &fs->sb, &reason);
+	int err = read_valid_super(fs, NULL, &reason);
 	if (err)
 		goto fail;
-	if ((fs->sb.feature_ro_compat & ~ORDFS_FEATURE_RO_COMPAT_SUPPORTED) && !opts->readonly) {
-		reason = "image has features this ordfs can only mount read-only";
-		err = -EROFS;
-		goto fail;
-	}
 	fs->block_size = ordfs_block_size(&fs->sb);
 	fs->csum_seed = fs->sb.csum_seed;
 	fs->dirty_limit_pages = opts->dirty_limit_bytes / fs->block_size;
 	long ram_pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 	if (ram_pages > 0 && page > 0)
 		fs->dirty_limit_cap_pages = (uint64_t)ram_pages * (uint64_t)page / 8 / fs->block_size;
-	if (!fs->opts.errors)
-		fs->opts.errors = fs->sb.errors;
 	err = open_guard(fs, &reason);
 	if (err)
 		goto fail;
@@ -272,6 +299,8 @@ int ordfs_mount(struct blockdev *bd, const struct ordfs_options *opts, struct or
 	err = replay_if_needed(fs, &reason);
 	if (err)
 		goto fail;
+	if (!fs->opts.errors) /* from block 0 as replay left it */
+		fs->opts.errors = fs->sb.errors;
 
 	err = bcache_create(bd, fs->block_size, fs->sb.block_count,
 			    opts->cache_buffers ? opts->cache_buffers : DEFAULT_CACHE_BUFFERS,

@@ -175,6 +175,8 @@ int owner_claim(struct blockdev *bd, const struct owner_opts *opts, struct owner
 	memcpy(c->before, before, sizeof(before));
 	if (!c->opts.interval_ms)
 		c->opts.interval_ms = OWNER_DEFAULT_INTERVAL_MS;
+	if (c->opts.interval_ms > OWNER_MAX_INTERVAL_MS)
+		c->opts.interval_ms = OWNER_MAX_INTERVAL_MS;
 	c->bd = bd;
 	c->rec.state = ORDFS_OWNER_HELD;
 	if (getrandom(&c->rec.nonce, sizeof(c->rec.nonce), 0) != sizeof(c->rec.nonce))

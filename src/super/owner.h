@@ -9,7 +9,8 @@
  * Rules:
  *  - A record that is not valid, or says free, may be claimed.
  *  - A held record is the holder's while it changes: the claimer reads it
- *    again after twice the holder's heartbeat interval and a second; if it
+ *    again after twice the holder's heartbeat interval (at most
+ *    OWNER_MAX_INTERVAL_MS, whatever the record says) and a second; if it
  *    changed, the image is in use.  A holder on this host whose process is
  *    gone is stale at once (no wait): kill -9 of a daemon, then fsck.
  *  - A claim is written, flushed, and read back after settle_ms: a
@@ -32,11 +33,17 @@ struct blockdev;
 struct owner_claim;
 
 #define OWNER_DEFAULT_INTERVAL_MS 1000u
-#define OWNER_MAX_INTERVAL_MS 60000u /* bounds an untrusted record's wait */
+/* The longest heartbeat interval a record may claim (FORMAT.md): a claimer
+ * reads a larger one as this, so a silent holder costs it at most
+ * 2 * 5 s + 1 s = 11 s, whatever an untrusted record says; and a holder
+ * never beats more slowly than this (owner_claim clamps its own), or
+ * another claimer would take the image from it while it runs. */
+#define OWNER_MAX_INTERVAL_MS 5000u
 
 struct owner_opts {
 	const char *program;     /* "ordfs", "mkfs.ordfs", ... */
-	unsigned interval_ms;    /* heartbeat; 0: OWNER_DEFAULT_INTERVAL_MS */
+	unsigned interval_ms;    /* heartbeat; 0: OWNER_DEFAULT_INTERVAL_MS;
+				  * at most OWNER_MAX_INTERVAL_MS */
 	unsigned settle_ms;      /* wait before reading a claim back */
 	/* Another claimer took the image (from the heartbeat thread, once). */
 	void (*lost)(void *ctx);

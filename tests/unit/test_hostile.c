@@ -300,6 +300,10 @@ static void hostile_kind(enum corrupt_kind kind)
 
 START_TEST(test_hostile_kind)
 {
+	/* The owner record has no place on these 1 KiB-block images (it
+	 * would overlap the backup superblock): cli_replay_untrusted. */
+	if ((enum corrupt_kind)_i == CORRUPT_OWNER_HELD)
+		return;
 	hostile_kind((enum corrupt_kind)_i);
 }
 END_TEST

@@ -24,6 +24,7 @@
 #include "extent/extent.h"
 #include "journal/journal.h"
 #include "dir/dir.h"
+#include "super/owner.h"
 
 static const char *const kind_names[CORRUPT_KINDS] = {
 	"super-csum",   "inode-bits",    "inode-csum",   "inode-links",  "dir-zero",
@@ -33,6 +34,8 @@ static const char *const kind_names[CORRUPT_KINDS] = {
 	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
 	"flags-type",   "dirent-self",   "dirent-root",  "dirent-root-self",
 	"dirent-parent", "dotdot-cycle",
+	"flags-type",   "journal-ro-compat", "journal-seq-limit", "journal-live-limit",
+	"journal-errno-min", "owner-held",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -702,6 +705,174 @@ static int metadata_targets(struct job *j, const struct found *f, struct targets
 	return err;
 }
 
+/* ---- committed transactions written into the log ------------------------ */
+
+/* The largest journal sequence the reader accepts (format.h). */
+#define JSEQ_MAX ((1ull << 62) - 1)
+
+/* Writes one committed transaction, sequence seq, at log block *pos: a
+ * descriptor with one tag for block `target`, its copy (`home`, the block
+ * as replay is to write it), the commit block; every checksum as ordfs's
+ * own commit writes it.  *pos moves past it. */
+static int write_transaction(struct job *j, uint32_t *pos, uint64_t seq, uint64_t target,
+			     const uint8_t *home)
+{
+	uint8_t *desc = calloc(1, j->bs), *copy = malloc(j->bs), *commit = calloc(1, j->bs);
+	int err = desc && copy && commit ? 0 : -ENOMEM;
+	if (!err) {
+		memcpy(copy, home, j->bs);
+		uint32_t flags = 0;
+		if (le_get32(copy) == ORDFS_JOURNAL_MAGIC) {
+			le_put32(copy, 0);
+			flags = ORDFS_JTAG_ESCAPED;
+		}
+		uint8_t le_seq[8];
+		le_put64(le_seq, seq);
+		ordfs_jblock_hdr_init(desc, ORDFS_JB_DESCRIPTOR, seq);
+		le_put32(desc + 16, 1);
+		le_put64(desc + ORDFS_JB_HDR + 8, target);
+		le_put32(desc + ORDFS_JB_HDR + 16, flags);
+		le_put32(desc + ORDFS_JB_HDR + 20,
+			 ordfs_crc32c(ordfs_crc32c(j->sb.csum_seed, le_seq, 8), home, j->bs));
+		ordfs_jblock_csum_set(desc, j->bs, j->sb.csum_seed);
+		uint32_t crc = ordfs_crc32c(j->sb.csum_seed, desc, j->bs);
+		crc = ordfs_crc32c(crc, copy, j->bs);
+		ordfs_jblock_hdr_init(commit, ORDFS_JB_COMMIT, seq);
+		le_put32(commit + 16, 2);
+		le_put32(commit + 20, crc);
+		le_put64(commit + 24, 1700000000ull);
+		ordfs_jblock_csum_set(commit, j->bs, j->sb.csum_seed);
+	}
+	const uint8_t *blocks[3] = { desc, copy, commit };
+	for (int i = 0; i < 3 && !err; i++) {
+		err = blockdev_write(j->bd, blocks[i], j->bs, (j->sb.journal_start + *pos) * j->bs);
+		*pos = *pos + 1 < j->sb.journal_blocks ? *pos + 1 : 1;
+	}
+	free(desc);
+	free(copy);
+	free(commit);
+	return err;
+}
+
+/* Block 0 as the image holds it, superblock decoded into *sb. */
+static int read_block0(struct job *j, uint8_t *blk, struct ordfs_super *sb)
+{
+	const char *why;
+	int err = blockdev_read(j->bd, blk, j->bs, 0);
+	return err ? err : ordfs_super_decode(blk, sb, &why);
+}
+
+/* The journal superblock rewritten: the log starts at log block `start`
+ * (0: empty) with sequence seq; errno set to *err_field if not NULL. */
+static int set_journal_super(struct job *j, uint32_t start, uint64_t seq, const int32_t *err_field)
+{
+	uint8_t *blk = malloc(j->bs);
+	if (!blk)
+		return -ENOMEM;
+	struct ordfs_journal_super js;
+	int err = blockdev_read(j->bd, blk, j->bs, j->sb.journal_start * j->bs);
+	if (!err)
+		err = ordfs_journal_super_decode(blk, j->bs, j->sb.csum_seed, &js, NULL);
+	if (!err) {
+		js.start = start;
+		js.sequence = seq;
+		if (err_field)
+			js.err = *err_field;
+		ordfs_journal_super_encode(&js, j->sb.csum_seed, blk);
+		err = blockdev_write(j->bd, blk, j->bs, j->sb.journal_start * j->bs);
+	}
+	free(blk);
+	return err;
+}
+
+/* The journal kinds on an unmounted image whose log is empty: what a
+ * crash leaves (block 0 says RECOVER, not CLEAN) with committed
+ * transactions in the log that replay brings home. */
+static int damage_journal(struct job *j, enum corrupt_kind kind)
+{
+	uint8_t *home = malloc(j->bs), *copy = malloc(j->bs);
+	struct ordfs_super sb;
+	int err = home && copy ? read_block0(j, home, &sb) : -ENOMEM;
+	if (!err && journal_needs_recovery(j->bd, &j->sb) != 0)
+		err = -ENOENT; /* the log is in use: no room to write into it here */
+	if (!err && kind == CORRUPT_JOURNAL_SEQ_LIMIT) {
+		err = set_journal_super(j, 0, JSEQ_MAX, NULL);
+		snprintf(j->what, j->what_len, "journal-seq-limit: empty log, sequence %llu",
+			 (unsigned long long)JSEQ_MAX);
+		goto out;
+	}
+	if (err)
+		goto out;
+	/* Block 0 as a crash leaves it; the copies in the log start from it. */
+	sb.feature_incompat |= ORDFS_FEATURE_INCOMPAT_RECOVER;
+	sb.state &= ~ORDFS_STATE_CLEAN;
+	ordfs_super_encode(&sb, home);
+	err = blockdev_write(j->bd, home, j->bs, 0);
+	memcpy(copy, home, j->bs);
+	uint32_t pos = 1;
+	uint64_t seq = 1 + below(&j->rng, 1000);
+	if (!err && kind == CORRUPT_JOURNAL_RO_COMPAT) {
+		/* A bit no ordfs defines: the highest, or one just past the known. */
+		uint32_t bit = next_random(&j->rng) & 1 ? 0x80u : 0x80000000u;
+		sb.feature_ro_compat |= bit;
+		ordfs_super_encode(&sb, copy);
+		err = write_transaction(j, &pos, seq, 0, copy);
+		if (!err)
+			err = set_journal_super(j, 1, seq, NULL);
+		snprintf(j->what, j->what_len,
+			 "journal-ro-compat: transaction %llu logs block 0 with ro_compat 0x%x",
+			 (unsigned long long)seq, sb.feature_ro_compat);
+	} else if (!err && kind == CORRUPT_JOURNAL_LIVE_LIMIT) {
+		seq = JSEQ_MAX;
+		err = write_transaction(j, &pos, seq, 0, copy);
+		if (!err)
+			err = write_transaction(j, &pos, seq + 1, 0, copy);
+		if (!err)
+			err = set_journal_super(j, 1, seq, NULL);
+		snprintf(j->what, j->what_len,
+			 "journal-live-limit: transactions %llu and %llu in the log",
+			 (unsigned long long)seq, (unsigned long long)seq + 1);
+	} else if (!err) { /* CORRUPT_JOURNAL_ERRNO_MIN */
+		int32_t errno_field = INT32_MIN;
+		err = write_transaction(j, &pos, seq, 0, copy);
+		if (!err)
+			err = set_journal_super(j, 1, seq, &errno_field);
+		snprintf(j->what, j->what_len,
+			 "journal-errno-min: errno %d, transaction %llu in the log",
+			 (int)errno_field, (unsigned long long)seq);
+	}
+out:
+	if (!err)
+		err = blockdev_flush(j->bd);
+	free(home);
+	free(copy);
+	return err;
+}
+
+/* The owner record held by a holder on another host that never beats,
+ * claiming the longest interval the field can say. */
+static int damage_owner_held(struct job *j)
+{
+	if (!owner_record_fits(blockdev_size(j->bd), j->sb.block_count, j->bs))
+		return -ENOENT;
+	struct ordfs_owner rec = {
+		.state = ORDFS_OWNER_HELD,
+		.seq = 1 + below(&j->rng, 1000),
+		.nonce = next_random(&j->rng),
+		.pid = 1,
+		.interval_ms = 0xffffffffu,
+		.time = 1700000000ull,
+		.program = "ordfs",
+		.host = "elsewhere.invalid",
+	};
+	uint8_t raw[ORDFS_OWNER_SIZE];
+	ordfs_owner_encode(&rec, raw);
+	snprintf(j->what, j->what_len, "owner-held: by pid 1 on %s, interval %u ms", rec.host,
+		 rec.interval_ms);
+	int err = blockdev_write(j->bd, raw, sizeof(raw), blockdev_size(j->bd) - ORDFS_OWNER_SIZE);
+	return err ? err : blockdev_flush(j->bd);
+}
+
 int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, char *what,
 		  unsigned what_len)
 {
@@ -719,6 +890,11 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		return damage_super(&j);
 	if (kind == CORRUPT_SUPER_TORN)
 		return damage_super_torn(&j);
+	if (kind == CORRUPT_JOURNAL_RO_COMPAT || kind == CORRUPT_JOURNAL_SEQ_LIMIT ||
+	    kind == CORRUPT_JOURNAL_LIVE_LIMIT || kind == CORRUPT_JOURNAL_ERRNO_MIN)
+		return damage_journal(&j, kind);
+	if (kind == CORRUPT_OWNER_HELD)
+		return damage_owner_held(&j);
 
 	struct targets t = { 0 };
 	if (kind == CORRUPT_JOURNAL_BITS || kind == CORRUPT_JOURNAL_CSUM) {

@@ -70,6 +70,19 @@ enum corrupt_kind {
 				    deep) gets an entry "loop" naming its parent
 				    a, and a's '..' names b (-ENOENT without
 				    such a b) */
+	CORRUPT_JOURNAL_RO_COMPAT, /* a committed transaction in the log whose copy
+				      of block 0 sets an unknown ro_compat bit
+				      (every checksum valid): replay brings it */
+	CORRUPT_JOURNAL_SEQ_LIMIT, /* the (empty) journal's sequence at 2^62 - 1,
+				      the largest the reader accepts */
+	CORRUPT_JOURNAL_LIVE_LIMIT, /* two committed transactions, sequences
+				       2^62 - 1 and 2^62 (what an ordfs before
+				       the sequence limit wrote), to replay */
+	CORRUPT_JOURNAL_ERRNO_MIN, /* the journal superblock's errno INT_MIN,
+				      with a committed transaction to replay */
+	CORRUPT_OWNER_HELD,      /* the owner record held by a silent holder of
+				    another host claiming a heartbeat interval
+				    of 0xffffffff ms */
 	CORRUPT_KINDS
 };
 
