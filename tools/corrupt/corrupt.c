@@ -26,17 +26,21 @@
 #include "dir/dir.h"
 #include "super/owner.h"
 
-static const char *const kind_names[CORRUPT_KINDS] = {
+static const char *const kind_names[] = {
 	"super-csum",   "inode-bits",    "inode-csum",   "inode-links",  "dir-zero",
 	"dir-bits",     "dir-csum",      "extent-csum",  "bitmap-free",  "bitmap-bits",
 	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
 	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
 	"flags-type",   "dirent-self",   "dirent-root",  "dirent-root-self",
-	"dirent-parent", "dotdot-cycle",
-	"flags-type",   "journal-ro-compat", "journal-seq-limit", "journal-live-limit",
+	"dirent-parent", "dotdot-cycle", "journal-ro-compat", "journal-seq-limit", "journal-live-limit",
 	"journal-errno-min", "owner-held",
 };
+
+/* one name per kind, in the enum's order (a merge that adds kinds on two
+ * sides must keep both lists whole) */
+_Static_assert(sizeof(kind_names) / sizeof(kind_names[0]) == CORRUPT_KINDS,
+	       "a corrupt kind without a name, or a name without a kind");
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
 {
