@@ -36,22 +36,25 @@ static int entry_cb(void *ctx, const char *name, size_t len, uint32_t ino, uint8
 		return 0;
 	}
 	struct inode_info *ii = info_mut(c, ino);
+	bool dir = S_ISDIR(ii->mode);
 	if (dtype != check_dtype_of_mode(ii->mode)) {
 		problem(c, CHK_DIR_ENTRY, "dir %u: entry '%.*s' has the wrong file type", w->dir,
 			nlen, name);
-		fx_entry(c, true, w->dir, name, len, ino, check_dtype_of_mode(ii->mode));
+		/* A name that goes below (a directory reached already: itself,
+		 * the root, an ancestor) is not retyped too: the repair would
+		 * meet it gone. */
+		if (!(dir && ii->reached_from))
+			fx_entry(c, true, w->dir, name, len, ino, check_dtype_of_mode(ii->mode));
+	}
+	if (dir && ii->reached_from) {
+		/* The later name goes (it adds no reference, no subdirectory). */
+		problem(c, CHK_DIR_LOOP, "directory %u is reachable twice", ino);
+		fx_entry(c, false, w->dir, name, len, ino, 0);
+		return 0;
 	}
 	ii->refs++;
-	if (S_ISDIR(ii->mode)) {
+	if (dir) {
 		info_mut(c, w->dir)->subdirs++;
-		if (ii->reached_from) {
-			problem(c, CHK_DIR_LOOP, "directory %u is reachable twice", ino);
-			/* The later name goes; so does the reference it added. */
-			ii->refs--;
-			info_mut(c, w->dir)->subdirs--;
-			fx_entry(c, false, w->dir, name, len, ino, 0);
-			return 0;
-		}
 		ii->reached_from = w->dir;
 		w->queue[(*w->qlen)++] = ino;
 	}

@@ -31,7 +31,8 @@ static const char *const kind_names[CORRUPT_KINDS] = {
 	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
 	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
-	"flags-type",
+	"flags-type",   "dirent-type-dir", "symlink-size", "ibitmap-reserved", "extent-far",
+	"inode-reserved", "hash-seed",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -87,6 +88,7 @@ struct found {
 	struct targets files;   /* regular files whose root holds extents */
 	struct targets dirs;    /* directories other than the root */
 	struct targets xattrs;  /* xattr blocks */
+	struct targets fast_links; /* fast symlinks */
 	bool in_dir, in_file;
 };
 
@@ -139,6 +141,8 @@ static int find_targets(struct blockdev *bd, struct found *f)
 			err = push(&f->xattrs, inode->d.xattr_block);
 		if (!err && inode->d.xattr_block)
 			err = push(&f->xattr_inodes, ino);
+		if (!err && S_ISLNK(inode->d.mode) && (inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
+			err = push(&f->fast_links, ino);
 		struct extent_walk_ops ops = { node_cb, ext_cb, f };
 		if (!err && !(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
 			err = extent_walk(fs, inode, &ops);
@@ -158,6 +162,7 @@ static void found_free(struct found *f)
 	free(f->dirs.v);
 	free(f->xattrs.v);
 	free(f->xattr_inodes.v);
+	free(f->fast_links.v);
 }
 
 /* A read-write mount that commits only when asked (the tool's own
@@ -298,6 +303,10 @@ static int change_raw(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_ki
 	}
 	if (kind == CORRUPT_INODE_CSUM) {
 		scribble(j, raw, 0, ORDFS_INODE_SIZE - 4);
+	} else if (kind == CORRUPT_INODE_RESERVED) {
+		/* 14 reserved bytes: 2..3 and 240..251. */
+		unsigned k = (unsigned)below(&j->rng, 14);
+		raw[k < 2 ? 2 + k : 240 + (k - 2)] = (uint8_t)(1 + below(&j->rng, 255));
 	} else if (kind == CORRUPT_FLAGS_UNKNOWN) {
 		/* Linux flags ordfs does not keep (compression, extents, ...), or
 		 * bits nobody defines. */
@@ -356,6 +365,19 @@ static int change_field(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_
 	case CORRUPT_FLAGS_TYPE:
 		d.attr_flags |= ORDFS_FL_DIRSYNC | ORDFS_FL_NODUMP;
 		break;
+	case CORRUPT_SYMLINK_SIZE: {
+		static const uint64_t sizes[] = { 0, ORDFS_FAST_SYMLINK_MAX + 1, 200,
+						  ORDFS_SYMLINK_MAX };
+		d.size = sizes[below(&j->rng, sizeof(sizes) / sizeof(sizes[0]))];
+		break;
+	}
+	case CORRUPT_EXTENT_FAR: {
+		/* The last record of the root leaf, far past any size. */
+		uint32_t n = le_get16(d.data + 2);
+		uint8_t *last = d.data + ORDFS_EXTENT_NODE_HDR + (n - 1) * ORDFS_EXTENT_REC;
+		le_put64(last, (1ull << 62) + below(&j->rng, 1000));
+		break;
+	}
 	default: /* CORRUPT_DIR_PARENT */
 		d.parent = d.parent == ORDFS_ROOT_INO ? ino : ORDFS_ROOT_INO;
 		break;
@@ -444,6 +466,69 @@ static int damage_dir_hardlink(struct job *j, struct blockdev *bd)
 		inode_put(fs, root);
 	int uerr = ordfs_unmount(fs);
 	return err ? err : uerr;
+}
+
+/* An entry of type regular file, added through the journal of a
+ * read-write mount, naming a directory: in /d, d itself (seed % 3 == 0) or
+ * the root (1); in the root, lost+found (2). */
+static int damage_dirent_type_dir(struct job *j, struct blockdev *bd)
+{
+	struct ordfs *fs;
+	int err = mount_rw(bd, &fs);
+	if (err)
+		return err;
+	struct inode *root = NULL, *d = NULL, *lf = NULL, *in;
+	err = inode_get(fs, ORDFS_ROOT_INO, &root);
+	if (!err)
+		err = ordfs_lookup(fs, root, "d", &d);
+	if (!err)
+		err = ordfs_lookup(fs, root, "lost+found", &lf);
+	static const char *const names[] = { "self", "root", "lf" };
+	unsigned v = (unsigned)(next_random(&j->rng) % 3);
+	if (!err) {
+		in = v == 2 ? root : d;
+		uint32_t target = v == 0 ? d->ino : v == 1 ? ORDFS_ROOT_INO : lf->ino;
+		struct handle *h;
+		ordfs_rwlock_wrlock(&in->lock); /* lock order: inode, then handle */
+		err = journal_start(fs->journal, 16, &h);
+		if (!err) {
+			err = dir_add(fs, h, in, names[v], strlen(names[v]), target, DT_REG);
+			int serr = journal_stop(h);
+			if (!err)
+				err = serr;
+		}
+		ordfs_rwlock_unlock(&in->lock);
+		snprintf(j->what, j->what_len,
+			 "dirent-type-dir: dir %u entry '%s' names directory %u as a file", in->ino,
+			 names[v], target);
+	}
+	if (lf)
+		inode_put(fs, lf);
+	if (d)
+		inode_put(fs, d);
+	if (root)
+		inode_put(fs, root);
+	int uerr = ordfs_unmount(fs);
+	return err ? err : uerr;
+}
+
+/* The superblock's hash seed changed, checksum recomputed: every name is
+ * now in the wrong place of its directory's index. */
+static int damage_hash_seed(struct job *j)
+{
+	uint8_t raw[ORDFS_SB_SIZE];
+	struct ordfs_super sb;
+	const char *why;
+	int err = blockdev_read(j->bd, raw, sizeof(raw), 0);
+	if (!err)
+		err = ordfs_super_decode(raw, &sb, &why);
+	if (err)
+		return err;
+	sb.hash_seed ^= (uint32_t)(1 + below(&j->rng, 0xfffffffeu));
+	ordfs_super_encode(&sb, raw);
+	snprintf(j->what, j->what_len, "hash-seed: 0x%08x", sb.hash_seed);
+	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
+	return err ? err : blockdev_flush(j->bd);
 }
 
 /* One superblock field set to a random value, checksum recomputed. */
@@ -582,6 +667,16 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		return damage_super(&j);
 	if (kind == CORRUPT_SUPER_TORN)
 		return damage_super_torn(&j);
+	if (kind == CORRUPT_HASH_SEED)
+		return damage_hash_seed(&j);
+	if (kind == CORRUPT_IBITMAP_RESERVED) {
+		struct targets one = { 0 };
+		err = push(&one, 1);
+		if (!err)
+			err = damage_mark_free(&j, &one, true);
+		free(one.v);
+		return err;
+	}
 
 	struct targets t = { 0 };
 	if (kind == CORRUPT_JOURNAL_BITS || kind == CORRUPT_JOURNAL_CSUM) {
@@ -663,6 +758,18 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		break;
 	case CORRUPT_FLAGS_TYPE:
 		err = change_inode_slot(&j, &f.files, kind, change_field, &f);
+		break;
+	case CORRUPT_DIRENT_TYPE_DIR:
+		err = damage_dirent_type_dir(&j, bd);
+		break;
+	case CORRUPT_SYMLINK_SIZE:
+		err = change_inode_slot(&j, &f.fast_links, kind, change_field, &f);
+		break;
+	case CORRUPT_EXTENT_FAR:
+		err = change_inode_slot(&j, &f.files, kind, change_field, &f);
+		break;
+	case CORRUPT_INODE_RESERVED:
+		err = change_inode_slot(&j, &f.inodes, kind, change_raw, &f);
 		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);

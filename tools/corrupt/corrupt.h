@@ -54,6 +54,20 @@ enum corrupt_kind {
 	CORRUPT_FLAGS_TYPE,      /* a regular file flagged D (and d), which only
 				    a directory may carry, on an image without
 				    the file_flags feature (valid checksum) */
+	CORRUPT_DIRENT_TYPE_DIR, /* an entry of type regular file naming a
+				    directory: its own (seed % 3 == 0), the
+				    root (1) or lost+found (2), added through
+				    the journal of a read-write mount */
+	CORRUPT_SYMLINK_SIZE,    /* a fast symlink's size 0 or 128 .. 4095
+				    (valid checksum) */
+	CORRUPT_IBITMAP_RESERVED,/* reserved inode 1's bit cleared in the inode
+				    bitmap (valid checksum) */
+	CORRUPT_EXTENT_FAR,      /* a file's last root extent moved to logical
+				    block 2^62 or past (valid checksum) */
+	CORRUPT_INODE_RESERVED,  /* a reserved byte of an inode slot (2..3 or
+				    240..251) not zero (valid checksum) */
+	CORRUPT_HASH_SEED,       /* the superblock's directory hash seed
+				    changed (valid checksum) */
 	CORRUPT_KINDS
 };
 
