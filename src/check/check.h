@@ -42,6 +42,8 @@ enum check_problem {
 	CHK_SUPER_COPY,         /* a superblock's two sector copies differ */
 	CHK_FILE_FLAGS,         /* file flags unknown, wrong for the inode's type,
 				   or without the superblock's feature */
+	CHK_SYMLINK,            /* a symlink the daemon's readlink refuses
+				   (ordfs_symlink_check) */
 };
 
 #define CHECK_PASSES 5u

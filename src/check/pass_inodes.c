@@ -8,9 +8,11 @@
  * anything but d and A on a symlink or device node; j on a directory is
  * fine, it is inherited), and flags on an image whose superblock lacks
  * the FILE_FLAGS feature.
+ * Symlinks by the daemon's readlink rule (ordfs_symlink_check).
  * Findings: slots failing their checksum (cleared), bitmap disagreement,
  * unknown flag bits (the slot rewritten without them), flags the type may
- * not carry (cleared), the missing feature (set).
+ * not carry (cleared), the missing feature (set), a symlink's size (set
+ * from its fast target) or the symlink (cleared, when its target is lost).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -122,6 +124,30 @@ static void check_file_flags(struct checker *c, uint32_t ino, const struct ordfs
 	}
 }
 
+/* A symlink, by the daemon's own rule (ordfs_symlink_check): a fast one
+ * whose target is whole in data[] (NUL-padded, 1 .. 127 bytes) gets that
+ * length as its size; any other is cleared (its names go next round). */
+static void check_symlink(struct checker *c, uint32_t ino, const struct ordfs_inode *d)
+{
+	const char *why;
+	if (ordfs_symlink_check(d, &why) == 0)
+		return;
+	size_t n = strnlen((const char *)d->data, ORDFS_FAST_SYMLINK_MAX + 1);
+	bool fixable = (d->flags & ORDFS_INODE_FAST_SYMLINK) && n >= 1 &&
+		       n <= ORDFS_FAST_SYMLINK_MAX;
+	problem(c, CHK_SYMLINK, "inode %u: %s (size %llu)%s", ino, why,
+		(unsigned long long)d->size, fixable ? "" : ", target lost");
+	if (fixable) {
+		struct check_inode_fix *fix = fx_inode(c, ino);
+		if (fix) {
+			fix->fix_size = true;
+			fix->size = n;
+		}
+	} else {
+		FX_PUSH(c, c->fx->clear_inodes, ino);
+	}
+}
+
 void pass_inodes(struct checker *c)
 {
 	struct ordfs *fs = c->fs;
@@ -169,6 +195,8 @@ void pass_inodes(struct checker *c)
 		if (!used)
 			continue;
 		check_file_flags(c, ino, &d, unknown_flags, &feature_told);
+		if (S_ISLNK(d.mode))
+			check_symlink(c, ino, &d);
 		struct inode_info *ii = info_mut(c, ino);
 		ii->in_use = true;
 		if (c->fx)

@@ -460,6 +460,17 @@ int ordfs_inode_decode_check(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 	return 0;
 }
 
+int ordfs_symlink_check(const struct ordfs_inode *ino, const char **why)
+{
+	if (ino->size == 0)
+		return fail(why, "symlink with an empty target");
+	if (ino->size > ORDFS_SYMLINK_MAX)
+		return fail(why, "symlink target longer than 4095 bytes");
+	if ((ino->flags & ORDFS_INODE_FAST_SYMLINK) && ino->size > ORDFS_FAST_SYMLINK_MAX)
+		return fail(why, "fast symlink longer than the 127 bytes its inode holds");
+	return 0;
+}
+
 /* ---- directory name hash ---------------------------------------------- */
 
 /* Two CRC32C lanes with different seeds, folded through a 64-bit mixer
