@@ -182,8 +182,11 @@ void pass_inodes(struct checker *c)
 		if (ino == 1) {
 			if (c->fx)
 				c->fx->inodes_found[0] |= 1u; /* reserved: always in use */
-			if (!marked)
+			if (!marked) {
 				problem(c, CHK_INODE_BITMAP, "reserved inode 1 not marked in use");
+				if (c->fx)
+					c->fx->bitmaps_wrong = true; /* stage D sets it */
+			}
 			continue;
 		}
 		if (used != marked) {
