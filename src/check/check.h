@@ -87,6 +87,10 @@ struct check_findings {
 	CHECK_VEC(struct check_entry_fix) drop_entries;   /* point at nothing */
 	CHECK_VEC(struct check_entry_fix) retype_entries; /* wrong file type */
 	CHECK_VEC(uint32_t) unreachable;    /* to /lost+found */
+	CHECK_VEC(uint32_t) rehash_dirs;    /* sound directories whose entries
+					       are hashed with another seed than
+					       the superblock's: index rebuilt
+					       (first, alone in its round) */
 	/* stage C, a read-write mount */
 	CHECK_VEC(struct check_inode_fix) inode_fixes;
 	/* stage D, raw */

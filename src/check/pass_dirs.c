@@ -4,7 +4,8 @@
  * directory reached once, '..' right.
  * Hands on: info[].refs and .subdirs (entries found), .reached_from.
  * Findings: names to remove or retype, directories to truncate (their
- * children become unreachable), '..' to set.
+ * children become unreachable), directories whose index is to be rebuilt
+ * (sound entries hashed with another seed), '..' to set.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@ struct dir_walk {
 	uint32_t dir;
 	uint32_t *queue;
 	uint32_t *qlen;
+	uint32_t bad_hash;   /* entries whose hash is not their name's */
+	uint32_t other_bad;  /* any other problem of the directory */
 };
 
 
@@ -64,6 +67,11 @@ static int entry_cb(void *ctx, const char *name, size_t len, uint32_t ino, uint8
 static void dir_problem_cb(void *ctx, uint64_t lblk, const char *what)
 {
 	struct dir_walk *w = ctx;
+	if (strcmp(what, DIR_VERIFY_BAD_HASH) == 0) {
+		w->bad_hash++; /* told once for the directory, below */
+		return;
+	}
+	w->other_bad++;
 	problem(w->c, CHK_DIR_STRUCT, "dir %u block %llu: %s", w->dir, (unsigned long long)lblk,
 		what);
 	fx_empty_inode(w->c, w->dir); /* its entries' inodes go to lost+found */
@@ -91,12 +99,22 @@ void pass_directories(struct checker *c)
 		struct inode *dir;
 		if (inode_get(c->fs, ino, &dir) != 0)
 			continue;
-		struct dir_walk w = { c, ino, queue, &qlen };
+		struct dir_walk w = { .c = c, .dir = ino, .queue = queue, .qlen = &qlen };
 		struct dir_verify_ops ops = { entry_cb, dir_problem_cb, &w };
 		int err = dir_verify(c->fs, dir, &ops);
 		if (err && err != -EUCLEAN) {
 			problem(c, CHK_DIR_STRUCT, "dir %u unreadable (%d)", ino, err);
 			fx_empty_inode(c, ino);
+		} else if (w.bad_hash) {
+			/* Names whose hash is for another seed (the superblock's
+			 * hash_seed changed, or one hash damaged): the entries are
+			 * sound, so the index is rebuilt from them, as e2fsck -D
+			 * does, unless the directory is emptied anyway. */
+			problem(c, CHK_DIR_STRUCT, "dir %u: %u entries hashed with another seed than "
+				"the superblock's%s", ino, w.bad_hash,
+				w.other_bad ? "" : ": index to rebuild");
+			if (!w.other_bad)
+				FX_PUSH(c, c->fx->rehash_dirs, ino);
 		}
 		inode_put(c->fs, dir);
 		const struct inode_info *di = info_get(c, ino);
