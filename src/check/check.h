@@ -57,6 +57,15 @@ struct check_entry_fix {
 	char name[256];
 };
 
+/* A directory whose entries' hashes are not their names' under the
+ * superblock's seed: rebuilt with all of them (every entry so: the seed
+ * changed), or without those (some: their names or hashes are damaged;
+ * their inodes go to lost+found next round). */
+struct check_rehash {
+	uint32_t dir;
+	bool drop_bad;
+};
+
 struct check_block_ref {
 	uint32_t ino;
 	uint64_t block;
@@ -87,9 +96,8 @@ struct check_findings {
 	CHECK_VEC(struct check_entry_fix) drop_entries;   /* point at nothing */
 	CHECK_VEC(struct check_entry_fix) retype_entries; /* wrong file type */
 	CHECK_VEC(uint32_t) unreachable;    /* to /lost+found */
-	CHECK_VEC(uint32_t) rehash_dirs;    /* sound directories whose entries
-					       are hashed with another seed than
-					       the superblock's: index rebuilt
+	CHECK_VEC(struct check_rehash) rehash_dirs; /* directories whose index
+					       is rebuilt from their entries
 					       (first, alone in its round) */
 	/* stage C, a read-write mount */
 	CHECK_VEC(struct check_inode_fix) inode_fixes;

@@ -21,16 +21,27 @@ struct dir_walk {
 	uint32_t dir;
 	uint32_t *queue;
 	uint32_t *qlen;
+	uint32_t entries;    /* entries seen */
 	uint32_t bad_hash;   /* entries whose hash is not their name's */
 	uint32_t other_bad;  /* any other problem of the directory */
+	bool last_bad_hash;  /* the entry entry_cb gets next has a bad hash */
+	char (*bad)[80];     /* the first BAD_TOLD of them, told unless all are */
+	uint32_t nbad;
 };
 
+#define BAD_TOLD 64u
 
 static int entry_cb(void *ctx, const char *name, size_t len, uint32_t ino, uint8_t dtype)
 {
 	struct dir_walk *w = ctx;
 	struct checker *c = w->c;
 	int nlen = len > 64 ? 64 : (int)len;
+	w->entries++;
+	if (w->last_bad_hash && w->nbad < BAD_TOLD &&
+	    (w->bad || (w->bad = calloc(BAD_TOLD, sizeof(*w->bad))))) {
+		snprintf(w->bad[w->nbad++], sizeof(*w->bad), "'%.*s' (inode %u)", nlen, name, ino);
+	}
+	w->last_bad_hash = false;
 
 	if (ino == 0 || ino > c->fs->sb.inode_count || !info_get(c, ino)->in_use) {
 		problem(c, CHK_DIR_ENTRY, "dir %u: entry '%.*s' points at free inode %u", w->dir,
@@ -69,6 +80,7 @@ static void dir_problem_cb(void *ctx, uint64_t lblk, const char *what)
 	struct dir_walk *w = ctx;
 	if (strcmp(what, DIR_VERIFY_BAD_HASH) == 0) {
 		w->bad_hash++; /* told once for the directory, below */
+		w->last_bad_hash = true;
 		return;
 	}
 	w->other_bad++;
@@ -105,17 +117,25 @@ void pass_directories(struct checker *c)
 		if (err && err != -EUCLEAN) {
 			problem(c, CHK_DIR_STRUCT, "dir %u unreadable (%d)", ino, err);
 			fx_empty_inode(c, ino);
-		} else if (w.bad_hash) {
-			/* Names whose hash is for another seed (the superblock's
-			 * hash_seed changed, or one hash damaged): the entries are
-			 * sound, so the index is rebuilt from them, as e2fsck -D
-			 * does, unless the directory is emptied anyway. */
-			problem(c, CHK_DIR_STRUCT, "dir %u: %u entries hashed with another seed than "
-				"the superblock's%s", ino, w.bad_hash,
-				w.other_bad ? "" : ": index to rebuild");
-			if (!w.other_bad)
-				FX_PUSH(c, c->fx->rehash_dirs, ino);
+		} else if (w.bad_hash && !w.other_bad) {
+			/* Every name hashed with another seed than the
+			 * superblock's (its hash_seed changed): the index is
+			 * rebuilt from them, as e2fsck -D does.  Some: it is
+			 * rebuilt without them (a damaged name or hash). */
+			bool all = w.bad_hash == w.entries;
+			if (all)
+				problem(c, CHK_DIR_STRUCT, "dir %u: all %u entries hashed with another "
+					"seed than the superblock's: index to rebuild", ino, w.bad_hash);
+			for (uint32_t i = 0; !all && i < w.nbad; i++)
+				problem(c, CHK_DIR_STRUCT, "dir %u: entry %s: %s: left out of its index",
+					ino, w.bad[i], DIR_VERIFY_BAD_HASH);
+			if (!all && w.bad_hash > w.nbad)
+				problem(c, CHK_DIR_STRUCT, "dir %u: %u more entries whose hash does not "
+					"match their name", ino, w.bad_hash - w.nbad);
+			struct check_rehash r = { .dir = ino, .drop_bad = !all };
+			FX_PUSH(c, c->fx->rehash_dirs, r);
 		}
+		free(w.bad);
 		inode_put(c->fs, dir);
 		const struct inode_info *di = info_get(c, ino);
 		if (di->parent != di->reached_from) {

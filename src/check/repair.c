@@ -60,7 +60,8 @@ enum slot_rewrite {
 	SLOT_EMPTY,       /* keep the inode, truncated to nothing (zeroed if it
 			     does not decode) */
 	SLOT_STRIP_FLAGS, /* keep it all but the file-flag bits no ordfs
-			     defines (the decoder leaves them out) */
+			     defines (the decoder leaves them out) and
+			     reserved bytes not zero */
 };
 
 static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino,
@@ -77,6 +78,8 @@ static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb,
 	if (!err) {
 		struct ordfs_inode d;
 		uint32_t unknown; /* file-flag bits: decoded without them */
+		if (how == SLOT_STRIP_FLAGS) /* and without reserved bytes */
+			(void)ordfs_inode_clear_reserved(b + off, ino, sb->csum_seed);
 		int derr = how == SLOT_CLEAR ? -EUCLEAN
 					     : ordfs_inode_decode_check(b + off, ino, sb->csum_seed,
 									&d, &unknown);
@@ -484,12 +487,24 @@ struct rehash_entry {
 struct rehash_list {
 	struct rehash_entry *v;
 	uint32_t n, cap;
+	bool drop_bad;  /* leave out entries whose hash is not their name's */
+	bool last_bad;  /* the entry rehash_collect gets next is one */
+	uint32_t max_ino;
 	int err;
 };
 
 static int rehash_collect(void *ctx, const char *name, size_t len, uint32_t ino, uint8_t dtype)
 {
 	struct rehash_list *l = ctx;
+	bool bad = l->last_bad;
+	l->last_bad = false;
+	if (bad && l->drop_bad)
+		return 0;
+	/* What dir_add would refuse (an inode number out of range, a type
+	 * past DT_* or a name no entry may have) is left out: the check
+	 * finds it pointing at nothing, and the name would go anyway. */
+	if (ino < ORDFS_ROOT_INO || ino > l->max_ino || dtype > 15 || dir_check_name(name, len))
+		return 0;
 	if (len == 0 || len > 255) {
 		l->err = -EUCLEAN; /* the check saw no such entry */
 		return 1;
@@ -512,20 +527,23 @@ static void rehash_problem(void *ctx, uint64_t lblk, const char *what)
 	(void)lblk;
 	if (strcmp(what, DIR_VERIFY_BAD_HASH) != 0)
 		l->err = -EUCLEAN; /* not what the check found: leave it */
+	else
+		l->last_bad = true; /* dir_verify tells it before the entry */
 }
 
-/* Rebuilds directory ino's index with the superblock's hash seed, as
- * e2fsck -D: its entries are read (the check found them sound), its blocks
- * freed, and every entry added again, under the directory's lock.  A
- * crash part way leaves names out; the next check puts their inodes in
- * lost+found. */
-static int do_rehash(struct ordfs *fs, uint32_t ino, uint32_t *fixes)
+/* Rebuilds directory r->dir's index with the superblock's hash seed, as
+ * e2fsck -D: its entries are read (the check found the directory sound
+ * but for hashes), its blocks freed, and every entry added again (with
+ * drop_bad, every entry whose hash was right), under the directory's
+ * lock.  A name left out, or not added again after a crash part way, is
+ * found unreachable by the next check: its inode goes to lost+found. */
+static int do_rehash(struct ordfs *fs, const struct check_rehash *r, uint32_t *fixes)
 {
 	struct inode *dir;
-	int err = inode_get(fs, ino, &dir);
+	int err = inode_get(fs, r->dir, &dir);
 	if (err)
 		return err;
-	struct rehash_list l = { 0 };
+	struct rehash_list l = { .drop_bad = r->drop_bad, .max_ino = fs->sb.inode_count };
 	ordfs_rwlock_wrlock(&dir->lock);
 	struct dir_verify_ops ops = { rehash_collect, rehash_problem, &l };
 	err = dir_verify(fs, dir, &ops);
@@ -565,7 +583,7 @@ static int stage_mounted(struct blockdev *bd, const struct check_findings *f, ui
 	/* B0: indexes rebuilt, alone in their round (names are looked up by
 	 * their hash: nothing else here may run before the index is right). */
 	for (uint32_t i = 0; i < f->rehash_dirs.n && !err; i++)
-		err = do_rehash(fs, f->rehash_dirs.v[i], fixes);
+		err = do_rehash(fs, &f->rehash_dirs.v[i], fixes);
 	if (f->rehash_dirs.n)
 		goto out;
 	/* B: names. */

@@ -469,25 +469,28 @@ static int damage_dir_hardlink(struct job *j, struct blockdev *bd)
 }
 
 /* An entry of type regular file, added through the journal of a
- * read-write mount, naming a directory: in /d, d itself (seed % 3 == 0) or
- * the root (1); in the root, lost+found (2). */
-static int damage_dirent_type_dir(struct job *j, struct blockdev *bd)
+ * read-write mount, naming a directory: in a directory D other than the
+ * root (the first found), D itself (seed % 3 == 0) or the root (1); in
+ * the root, another directory (2: the last found, D if it is the only
+ * one). */
+static int damage_dirent_type_dir(struct job *j, struct blockdev *bd, const struct targets *dirs)
 {
+	if (dirs->n == 0)
+		return -ENOENT;
 	struct ordfs *fs;
 	int err = mount_rw(bd, &fs);
 	if (err)
 		return err;
-	struct inode *root = NULL, *d = NULL, *lf = NULL, *in;
+	struct inode *root = NULL, *d = NULL;
 	err = inode_get(fs, ORDFS_ROOT_INO, &root);
 	if (!err)
-		err = ordfs_lookup(fs, root, "d", &d);
-	if (!err)
-		err = ordfs_lookup(fs, root, "lost+found", &lf);
-	static const char *const names[] = { "self", "root", "lf" };
+		err = inode_get(fs, (uint32_t)dirs->v[0], &d);
+	static const char *const names[] = { "self", "root", "other" };
 	unsigned v = (unsigned)(next_random(&j->rng) % 3);
 	if (!err) {
-		in = v == 2 ? root : d;
-		uint32_t target = v == 0 ? d->ino : v == 1 ? ORDFS_ROOT_INO : lf->ino;
+		struct inode *in = v == 2 ? root : d;
+		uint32_t target = v == 0 ? d->ino : v == 1 ? ORDFS_ROOT_INO
+							   : (uint32_t)dirs->v[dirs->n - 1];
 		struct handle *h;
 		ordfs_rwlock_wrlock(&in->lock); /* lock order: inode, then handle */
 		err = journal_start(fs->journal, 16, &h);
@@ -502,8 +505,6 @@ static int damage_dirent_type_dir(struct job *j, struct blockdev *bd)
 			 "dirent-type-dir: dir %u entry '%s' names directory %u as a file", in->ino,
 			 names[v], target);
 	}
-	if (lf)
-		inode_put(fs, lf);
 	if (d)
 		inode_put(fs, d);
 	if (root)
@@ -760,7 +761,7 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		err = change_inode_slot(&j, &f.files, kind, change_field, &f);
 		break;
 	case CORRUPT_DIRENT_TYPE_DIR:
-		err = damage_dirent_type_dir(&j, bd);
+		err = damage_dirent_type_dir(&j, bd, &f.dirs);
 		break;
 	case CORRUPT_SYMLINK_SIZE:
 		err = change_inode_slot(&j, &f.fast_links, kind, change_field, &f);

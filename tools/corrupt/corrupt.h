@@ -55,8 +55,9 @@ enum corrupt_kind {
 				    a directory may carry, on an image without
 				    the file_flags feature (valid checksum) */
 	CORRUPT_DIRENT_TYPE_DIR, /* an entry of type regular file naming a
-				    directory: its own (seed % 3 == 0), the
-				    root (1) or lost+found (2), added through
+				    directory: in a directory D, D itself
+				    (seed % 3 == 0) or the root (1); in the
+				    root, another directory (2); added through
 				    the journal of a read-write mount */
 	CORRUPT_SYMLINK_SIZE,    /* a fast symlink's size 0 or 128 .. 4095
 				    (valid checksum) */
