@@ -127,4 +127,15 @@ check "primary larger than the image: the hint names -b 8191" \
 check "-b 8191: restored, exit 1" test "$(status_of "$FSCK" -fy -b 8191 img)" -eq 1
 check "after -b 8191, -fn: exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
 
+# A reserved superblock byte not zero (checksum valid): refused as
+# FORMAT.md says, the hint names the backup, -b restores it.
+rm -f img
+"$MKFS" -q -U 6f726466-7300-4000-8000-000000000001 img 32M
+"$CORRUPT" img super-reserved 1 >/dev/null
+check "reserved superblock byte: exit 8" test "$(status_of "$FSCK" -fn img)" -eq 8
+check "reserved superblock byte: says so" grep -q "reserved superblock bytes not zero" err.txt
+check "reserved superblock byte: the hint names -b 8191" grep -q -- "-b 8191 img" err.txt
+check "reserved superblock byte: -b 8191 restores, exit 1" test "$(status_of "$FSCK" -fy -b 8191 img)" -eq 1
+check "reserved superblock byte: then -fn exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
+
 summary

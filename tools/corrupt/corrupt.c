@@ -32,7 +32,7 @@ static const char *const kind_names[CORRUPT_KINDS] = {
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
 	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
 	"flags-type",   "dirent-type-dir", "symlink-size", "ibitmap-reserved", "extent-far",
-	"inode-reserved", "hash-seed",
+	"inode-reserved", "hash-seed",   "block-reserved", "super-reserved",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -513,6 +513,32 @@ static int damage_dirent_type_dir(struct job *j, struct blockdev *bd, const stru
 	return err ? err : uerr;
 }
 
+/* The header's reserved u16 (offset 6) not zero, checksum recomputed. */
+static void change_hdr_reserved(struct job *j, uint8_t *blk, uint64_t blockno)
+{
+	(void)blockno;
+	le_put16(blk + 6, (uint16_t)(1 + below(&j->rng, 0xffff)));
+	ordfs_block_csum_set(blk, j->bs, j->sb.csum_seed);
+}
+
+/* A reserved byte of both copies of the primary superblock not zero,
+ * checksums recomputed (the backup stays as it was). */
+static int damage_super_reserved(struct job *j)
+{
+	uint8_t raw[ORDFS_SB_SIZE];
+	int err = blockdev_read(j->bd, raw, sizeof(raw), 0);
+	if (err)
+		return err;
+	uint32_t off = 288 + (uint32_t)below(&j->rng, 508 - 288);
+	uint8_t v = (uint8_t)(1 + below(&j->rng, 255));
+	for (uint32_t c = 0; c < 2; c++)
+		raw[c * ORDFS_SB_COPY_SIZE + off] = v;
+	ordfs_super_csum_set(raw);
+	snprintf(j->what, j->what_len, "super-reserved: byte %u = 0x%02x", off, v);
+	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
+	return err ? err : blockdev_flush(j->bd);
+}
+
 /* The superblock's hash seed changed, checksum recomputed: every name is
  * now in the wrong place of its directory's index. */
 static int damage_hash_seed(struct job *j)
@@ -670,6 +696,8 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		return damage_super_torn(&j);
 	if (kind == CORRUPT_HASH_SEED)
 		return damage_hash_seed(&j);
+	if (kind == CORRUPT_SUPER_RESERVED)
+		return damage_super_reserved(&j);
 	if (kind == CORRUPT_IBITMAP_RESERVED) {
 		struct targets one = { 0 };
 		err = push(&one, 1);
@@ -771,6 +799,19 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		break;
 	case CORRUPT_INODE_RESERVED:
 		err = change_inode_slot(&j, &f.inodes, kind, change_raw, &f);
+		break;
+	case CORRUPT_BLOCK_RESERVED:
+		/* bitmaps, directory, extent-tree and xattr blocks */
+		for (uint64_t b = j.sb.block_bitmap_start; b < j.sb.inode_table_start && !err; b++)
+			err = push(&t, b);
+		for (size_t i = 0; i < f.dir_blocks.n && !err; i++)
+			err = push(&t, f.dir_blocks.v[i]);
+		for (size_t i = 0; i < f.extent_blocks.n && !err; i++)
+			err = push(&t, f.extent_blocks.v[i]);
+		for (size_t i = 0; i < f.xattrs.n && !err; i++)
+			err = push(&t, f.xattrs.v[i]);
+		if (!err)
+			err = pick_block(&j, &t, "block-reserved", change_hdr_reserved);
 		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);

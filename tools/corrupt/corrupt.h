@@ -69,6 +69,11 @@ enum corrupt_kind {
 				    240..251) not zero (valid checksum) */
 	CORRUPT_HASH_SEED,       /* the superblock's directory hash seed
 				    changed (valid checksum) */
+	CORRUPT_BLOCK_RESERVED,  /* the reserved field (offset 6) of a metadata
+				    block's header not zero: a bitmap, directory,
+				    extent-tree or xattr block (valid checksum) */
+	CORRUPT_SUPER_RESERVED,  /* a reserved byte (288..507) of the primary
+				    superblock's copies not zero (valid checksum) */
 	CORRUPT_KINDS
 };
 
