@@ -138,4 +138,16 @@ check "reserved superblock byte: the hint names -b 8191" grep -q -- "-b 8191 img
 check "reserved superblock byte: -b 8191 restores, exit 1" test "$(status_of "$FSCK" -fy -b 8191 img)" -eq 1
 check "reserved superblock byte: then -fn exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
 
+# A long symlink whose size runs past the blocks it maps (1 KiB blocks):
+# readlink meets a hole (EUCLEAN); fsck must see it too, and clear it.
+rm -rf tree img && mkdir tree
+ln -s "$(printf 'x%.0s' $(seq 1 300))" tree/slow
+echo hi >tree/file
+"$MKFS" -q -b 1024 -d tree img 16M
+"$CORRUPT" img symlink-hole 1 >/dev/null
+check "symlink past its blocks: -fn finds it (exit 4)" test "$(status_of "$FSCK" -fn img)" -eq 4
+check "symlink past its blocks: named" grep -q "(symlink): inode 5: symlink target block 1 not mapped" out.txt
+check "symlink past its blocks: -fy repairs (exit 1)" test "$(status_of "$FSCK" -fy img)" -eq 1
+check "symlink past its blocks: then -fn exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
+
 summary

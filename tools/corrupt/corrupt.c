@@ -32,7 +32,7 @@ static const char *const kind_names[CORRUPT_KINDS] = {
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
 	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
 	"flags-type",   "dirent-type-dir", "symlink-size", "ibitmap-reserved", "extent-far",
-	"inode-reserved", "hash-seed",   "block-reserved", "super-reserved",
+	"inode-reserved", "hash-seed",   "block-reserved", "super-reserved", "symlink-hole",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -89,6 +89,7 @@ struct found {
 	struct targets dirs;    /* directories other than the root */
 	struct targets xattrs;  /* xattr blocks */
 	struct targets fast_links; /* fast symlinks */
+	struct targets slow_links; /* symlinks whose target is in blocks */
 	bool in_dir, in_file;
 };
 
@@ -143,6 +144,8 @@ static int find_targets(struct blockdev *bd, struct found *f)
 			err = push(&f->xattr_inodes, ino);
 		if (!err && S_ISLNK(inode->d.mode) && (inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
 			err = push(&f->fast_links, ino);
+		else if (!err && S_ISLNK(inode->d.mode))
+			err = push(&f->slow_links, ino);
 		struct extent_walk_ops ops = { node_cb, ext_cb, f };
 		if (!err && !(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
 			err = extent_walk(fs, inode, &ops);
@@ -163,6 +166,7 @@ static void found_free(struct found *f)
 	free(f->xattrs.v);
 	free(f->xattr_inodes.v);
 	free(f->fast_links.v);
+	free(f->slow_links.v);
 }
 
 /* A read-write mount that commits only when asked (the tool's own
@@ -369,6 +373,19 @@ static int change_field(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_
 		static const uint64_t sizes[] = { 0, ORDFS_FAST_SYMLINK_MAX + 1, 200,
 						  ORDFS_SYMLINK_MAX };
 		d.size = sizes[below(&j->rng, sizeof(sizes) / sizeof(sizes[0]))];
+		break;
+	}
+	case CORRUPT_SYMLINK_HOLE: {
+		/* Past the blocks its root maps (a long link's target is in
+		 * one extent of at most 4 blocks). */
+		uint32_t n = le_get16(d.data + 2);
+		uint64_t mapped = 0;
+		for (uint32_t r = 0; r < n && r < ORDFS_INODE_ROOT_EXTENTS; r++)
+			mapped += le_get32(d.data + ORDFS_EXTENT_NODE_HDR + r * ORDFS_EXTENT_REC + 16);
+		uint64_t from = mapped * j->bs + 1;
+		if (le_get16(d.data + 6) != 0 || from > ORDFS_SYMLINK_MAX)
+			return -ENOENT;
+		d.size = from + below(&j->rng, ORDFS_SYMLINK_MAX - from + 1);
 		break;
 	}
 	case CORRUPT_EXTENT_FAR: {
@@ -796,6 +813,9 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		break;
 	case CORRUPT_EXTENT_FAR:
 		err = change_inode_slot(&j, &f.files, kind, change_field, &f);
+		break;
+	case CORRUPT_SYMLINK_HOLE:
+		err = change_inode_slot(&j, &f.slow_links, kind, change_field, &f);
 		break;
 	case CORRUPT_INODE_RESERVED:
 		err = change_inode_slot(&j, &f.inodes, kind, change_raw, &f);

@@ -74,6 +74,9 @@ enum corrupt_kind {
 				    extent-tree or xattr block (valid checksum) */
 	CORRUPT_SUPER_RESERVED,  /* a reserved byte (288..507) of the primary
 				    superblock's copies not zero (valid checksum) */
+	CORRUPT_SYMLINK_HOLE,    /* a slow symlink's size past the blocks it
+				    maps, at most 4095 (valid checksum; needs
+				    blocks smaller than 4 KiB) */
 	CORRUPT_KINDS
 };
 
