@@ -134,6 +134,10 @@ void pass_directories(struct checker *c)
 					"match their name", ino, w.bad_hash - w.nbad);
 			struct check_rehash r = { .dir = ino, .drop_bad = !all };
 			FX_PUSH(c, c->fx->rehash_dirs, r);
+		} else if (w.bad_hash) {
+			/* Told too, though the directory is emptied anyway. */
+			problem(c, CHK_DIR_STRUCT, "dir %u: %u entries whose hash does not match "
+				"their name", ino, w.bad_hash);
 		}
 		free(w.bad);
 		inode_put(c->fs, dir);
