@@ -88,6 +88,7 @@ static const char *const problem_names[] = {
 	[CHK_XATTR] = "xattr-block",
 	[CHK_SUPER_COPY] = "superblock-copy",
 	[CHK_FILE_FLAGS] = "file-flags",
+	[CHK_SYMLINK] = "symlink",
 };
 
 const char *check_problem_name(enum check_problem code)

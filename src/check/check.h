@@ -42,6 +42,8 @@ enum check_problem {
 	CHK_SUPER_COPY,         /* a superblock's two sector copies differ */
 	CHK_FILE_FLAGS,         /* file flags unknown, wrong for the inode's type,
 				   or without the superblock's feature */
+	CHK_SYMLINK,            /* a symlink the daemon's readlink refuses
+				   (ordfs_symlink_check) */
 };
 
 #define CHECK_PASSES 5u
@@ -53,6 +55,15 @@ struct check_entry_fix {
 	uint32_t ino;     /* retype: the inode the name stays pointing at */
 	uint8_t dtype;    /* retype: the right type */
 	char name[256];
+};
+
+/* A directory whose entries' hashes are not their names' under the
+ * superblock's seed: rebuilt with all of them (every entry so: the seed
+ * changed), or without those (some: their names or hashes are damaged;
+ * their inodes go to lost+found next round). */
+struct check_rehash {
+	uint32_t dir;
+	bool drop_bad;
 };
 
 struct check_block_ref {
@@ -85,6 +96,9 @@ struct check_findings {
 	CHECK_VEC(struct check_entry_fix) drop_entries;   /* point at nothing */
 	CHECK_VEC(struct check_entry_fix) retype_entries; /* wrong file type */
 	CHECK_VEC(uint32_t) unreachable;    /* to /lost+found */
+	CHECK_VEC(struct check_rehash) rehash_dirs; /* directories whose index
+					       is rebuilt from their entries
+					       (first, alone in its round) */
 	/* stage C, a read-write mount */
 	CHECK_VEC(struct check_inode_fix) inode_fixes;
 	/* stage D, raw */

@@ -85,6 +85,7 @@ void check_findings_free(struct check_findings *f)
 	free(f->drop_entries.v);
 	free(f->retype_entries.v);
 	free(f->unreachable.v);
+	free(f->rehash_dirs.v);
 	free(f->inode_fixes.v);
 	free(f->blocks_found);
 	free(f->inodes_found);

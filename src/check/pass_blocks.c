@@ -1,7 +1,8 @@
 /*
  * pass_blocks.c - pass 2: the blocks of every inode in use: extent trees
  * walked, every block inside the data area and claimed once, the blocks
- * count and the size consistent with what is mapped; xattr blocks (the
+ * count and the size consistent with what is mapped (a long symlink's
+ * target blocks all mapped, as readlink reads them); xattr blocks (the
  * ACL values in them included: a malformed one is named).
  * Hands on: the bit map of blocks in use (checker.blocks), with the group
  * bitmap blocks marked first (metadata no inode may claim).
@@ -147,6 +148,21 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 		}
 	}
 	uint64_t bs = c->fs->block_size;
+	/* A long symlink, as readlink reads it (the same lookups): every
+	 * block of its target mapped, else it is cleared (target lost). */
+	if (S_ISLNK(inode->d.mode) && !(inode->d.flags & ORDFS_INODE_FAST_SYMLINK) &&
+	    ordfs_symlink_check(&inode->d, NULL) == 0) {
+		for (uint64_t lblk = 0; lblk < (inode->d.size + bs - 1) / bs; lblk++) {
+			struct ordfs_extent e;
+			if (extent_lookup(c->fs, inode, lblk, &e) != 1) {
+				problem(c, CHK_SYMLINK, "inode %u: symlink target block %llu not "
+					"mapped (size %llu), target lost", inode->ino,
+					(unsigned long long)lblk, (unsigned long long)inode->d.size);
+				FX_PUSH(c, c->fx->clear_inodes, inode->ino);
+				break;
+			}
+		}
+	}
 	/* An inode on the orphan list may be half-way through a truncate that
 	 * the next mount finishes: blocks past its size are expected then. */
 	if (S_ISREG(inode->d.mode) && c->cur_has_blocks &&

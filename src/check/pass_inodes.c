@@ -8,9 +8,13 @@
  * anything but d and A on a symlink or device node; j on a directory is
  * fine, it is inherited), and flags on an image whose superblock lacks
  * the FILE_FLAGS feature.
+ * Symlinks by the daemon's readlink rule (ordfs_symlink_check).  A slot
+ * whose only fault is reserved bytes not zero is kept (rewritten without
+ * them), not cleared.
  * Findings: slots failing their checksum (cleared), bitmap disagreement,
  * unknown flag bits (the slot rewritten without them), flags the type may
- * not carry (cleared), the missing feature (set).
+ * not carry (cleared), the missing feature (set), a symlink's size (set
+ * from its fast target) or the symlink (cleared, when its target is lost).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -122,6 +126,47 @@ static void check_file_flags(struct checker *c, uint32_t ino, const struct ordfs
 	}
 }
 
+/* A symlink, by the daemon's own rule (ordfs_symlink_check): a fast one
+ * whose target is whole in data[] (NUL-padded, 1 .. 127 bytes) gets that
+ * length as its size; any other is cleared (its names go next round). */
+static void check_symlink(struct checker *c, uint32_t ino, const struct ordfs_inode *d)
+{
+	const char *why;
+	if (ordfs_symlink_check(d, &why) == 0)
+		return;
+	size_t n = strnlen((const char *)d->data, ORDFS_FAST_SYMLINK_MAX + 1);
+	bool fixable = (d->flags & ORDFS_INODE_FAST_SYMLINK) && n >= 1 &&
+		       n <= ORDFS_FAST_SYMLINK_MAX;
+	problem(c, CHK_SYMLINK, "inode %u: %s (size %llu)%s", ino, why,
+		(unsigned long long)d->size, fixable ? "" : ", target lost");
+	if (fixable) {
+		struct check_inode_fix *fix = fx_inode(c, ino);
+		if (fix) {
+			fix->fix_size = true;
+			fix->size = n;
+		}
+	} else {
+		FX_PUSH(c, c->fx->clear_inodes, ino);
+	}
+}
+
+/* An inode the decoder refused: is its only fault reserved bytes that are
+ * not zero (the checksum verifies)?  Then *d gets it decoded without them
+ * (the repair rewrites the slot so, keeping the inode). */
+static bool only_reserved_bad(struct checker *c, uint32_t ino, uint64_t blockno,
+			      uint32_t slot_off, struct ordfs_inode *d, uint32_t *unknown)
+{
+	struct buf *b;
+	uint8_t raw[ORDFS_INODE_SIZE];
+	if (bcache_read(c->fs->cache, blockno, &b) != 0)
+		return false;
+	memcpy(raw, b->data + slot_off, sizeof(raw));
+	bcache_put(c->fs->cache, b);
+	return ordfs_inode_clear_reserved(raw, ino, c->fs->csum_seed) == 1 &&
+	       ordfs_inode_decode_check(raw, ino, c->fs->csum_seed, d, unknown) == 0 &&
+	       d->mode != 0;
+}
+
 void pass_inodes(struct checker *c)
 {
 	struct ordfs *fs = c->fs;
@@ -144,6 +189,12 @@ void pass_inodes(struct checker *c)
 		uint32_t unknown_flags = 0;
 		int err = hole ? -ENOENT : inode_read_for_check(fs, ino, &d, &unknown_flags);
 		bool marked = bitmap_cursor_bit(c, &bitmap, ino - 1);
+		if (err == -EUCLEAN && ino != 1 &&
+		    only_reserved_bad(c, ino, blockno, slot_off, &d, &unknown_flags)) {
+			problem(c, CHK_INODE_CORRUPT, "inode %u: reserved bytes not zero", ino);
+			FX_PUSH(c, c->fx->strip_flags, ino); /* rewritten without them */
+			err = 0;
+		}
 		if (err == -EUCLEAN) {
 			problem(c, CHK_INODE_CORRUPT, "inode %u is corrupt", ino);
 			if (ino == ORDFS_ROOT_INO || ino == 1)
@@ -156,8 +207,11 @@ void pass_inodes(struct checker *c)
 		if (ino == 1) {
 			if (c->fx)
 				c->fx->inodes_found[0] |= 1u; /* reserved: always in use */
-			if (!marked)
+			if (!marked) {
 				problem(c, CHK_INODE_BITMAP, "reserved inode 1 not marked in use");
+				if (c->fx)
+					c->fx->bitmaps_wrong = true; /* stage D sets it */
+			}
 			continue;
 		}
 		if (used != marked) {
@@ -169,6 +223,8 @@ void pass_inodes(struct checker *c)
 		if (!used)
 			continue;
 		check_file_flags(c, ino, &d, unknown_flags, &feature_told);
+		if (S_ISLNK(d.mode))
+			check_symlink(c, ino, &d);
 		struct inode_info *ii = info_mut(c, ino);
 		ii->in_use = true;
 		if (c->fx)

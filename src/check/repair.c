@@ -18,6 +18,10 @@
  *      blocks past the area too): before any stage that allocates, so a
  *      read-write mount never hands out a block in use; the superblock's
  *      FILE_FLAGS feature set when inodes have flags without it;
+ *   B0. directory indexes (a read-write mount, journaled): a sound
+ *      directory whose entries are hashed with another seed than the
+ *      superblock's gets its index rebuilt from its entries (e2fsck -D);
+ *      alone in its round, before any name is looked up;
  *   B. names (a read-write mount, journaled): remove entries that point
  *      at nothing or at a directory reached twice, retype entries of the
  *      wrong type, link unreachable inodes into /lost+found as "#INO";
@@ -43,6 +47,7 @@
 #include "../dir/dir.h"
 #include "../journal/journal.h"
 #include "../lock/lock.h"
+#include "../file/file.h"
 
 #define MAX_ROUNDS 12u
 #define LOST_AND_FOUND "lost+found"
@@ -55,7 +60,8 @@ enum slot_rewrite {
 	SLOT_EMPTY,       /* keep the inode, truncated to nothing (zeroed if it
 			     does not decode) */
 	SLOT_STRIP_FLAGS, /* keep it all but the file-flag bits no ordfs
-			     defines (the decoder leaves them out) */
+			     defines (the decoder leaves them out) and
+			     reserved bytes not zero */
 };
 
 static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino,
@@ -72,6 +78,8 @@ static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb,
 	if (!err) {
 		struct ordfs_inode d;
 		uint32_t unknown; /* file-flag bits: decoded without them */
+		if (how == SLOT_STRIP_FLAGS) /* and without reserved bytes */
+			(void)ordfs_inode_clear_reserved(b + off, ino, sb->csum_seed);
 		int derr = how == SLOT_CLEAR ? -EUCLEAN
 					     : ordfs_inode_decode_check(b + off, ino, sb->csum_seed,
 									&d, &unknown);
@@ -467,6 +475,100 @@ static int lost_and_found(struct ordfs *fs, struct inode **out)
 	return err;
 }
 
+/* ---- B0: a directory's index rebuilt ---------------------------------------- */
+
+struct rehash_entry {
+	uint32_t ino;
+	uint8_t dtype;
+	uint8_t len;
+	char name[256];
+};
+
+struct rehash_list {
+	struct rehash_entry *v;
+	uint32_t n, cap;
+	bool drop_bad;  /* leave out entries whose hash is not their name's */
+	bool last_bad;  /* the entry rehash_collect gets next is one */
+	uint32_t max_ino;
+	int err;
+};
+
+static int rehash_collect(void *ctx, const char *name, size_t len, uint32_t ino, uint8_t dtype)
+{
+	struct rehash_list *l = ctx;
+	bool bad = l->last_bad;
+	l->last_bad = false;
+	if (bad && l->drop_bad)
+		return 0;
+	/* What dir_add would refuse (an inode number out of range, a type
+	 * past DT_* or a name no entry may have) is left out: the check
+	 * finds it pointing at nothing, and the name would go anyway. */
+	if (ino < ORDFS_ROOT_INO || ino > l->max_ino || dtype > 15 || dir_check_name(name, len))
+		return 0;
+	if (len == 0 || len > 255) {
+		l->err = -EUCLEAN; /* the check saw no such entry */
+		return 1;
+	}
+	if (fx_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v))) {
+		l->err = -ENOMEM;
+		return 1;
+	}
+	struct rehash_entry *e = &l->v[l->n++];
+	e->ino = ino;
+	e->dtype = dtype;
+	e->len = (uint8_t)len;
+	memcpy(e->name, name, len);
+	return 0;
+}
+
+static void rehash_problem(void *ctx, uint64_t lblk, const char *what)
+{
+	struct rehash_list *l = ctx;
+	(void)lblk;
+	if (strcmp(what, DIR_VERIFY_BAD_HASH) != 0)
+		l->err = -EUCLEAN; /* not what the check found: leave it */
+	else
+		l->last_bad = true; /* dir_verify tells it before the entry */
+}
+
+/* Rebuilds directory r->dir's index with the superblock's hash seed, as
+ * e2fsck -D: its entries are read (the check found the directory sound
+ * but for hashes), its blocks freed, and every entry added again (with
+ * drop_bad, every entry whose hash was right), under the directory's
+ * lock.  A name left out, or not added again after a crash part way, is
+ * found unreachable by the next check: its inode goes to lost+found. */
+static int do_rehash(struct ordfs *fs, const struct check_rehash *r, uint32_t *fixes)
+{
+	struct inode *dir;
+	int err = inode_get(fs, r->dir, &dir);
+	if (err)
+		return err;
+	struct rehash_list l = { .drop_bad = r->drop_bad, .max_ino = fs->sb.inode_count };
+	ordfs_rwlock_wrlock(&dir->lock);
+	struct dir_verify_ops ops = { rehash_collect, rehash_problem, &l };
+	err = dir_verify(fs, dir, &ops);
+	if (err == -EUCLEAN && !l.err)
+		err = 0; /* the hashes it was asked to cure */
+	if (!err)
+		err = l.err;
+	if (!err)
+		err = ordfs_truncate_locked(fs, dir, 0);
+	for (uint32_t i = 0; i < l.n && !err; i++) {
+		struct handle *h;
+		err = repair_start(fs, &h);
+		if (!err) {
+			err = dir_add(fs, h, dir, l.v[i].name, l.v[i].len, l.v[i].ino, l.v[i].dtype);
+			err = repair_stop(h, err);
+		}
+	}
+	ordfs_rwlock_unlock(&dir->lock);
+	inode_put_flags(fs, dir, INODE_PUT_NO_EVICT);
+	free(l.v);
+	if (!err)
+		++*fixes;
+	return err;
+}
+
 static int stage_mounted(struct blockdev *bd, const struct check_findings *f, uint32_t *fixes)
 {
 	struct ordfs_options opts;
@@ -478,6 +580,12 @@ static int stage_mounted(struct blockdev *bd, const struct check_findings *f, ui
 	int err = ordfs_mount(bd, &opts, &fs, &why);
 	if (err)
 		return err;
+	/* B0: indexes rebuilt, alone in their round (names are looked up by
+	 * their hash: nothing else here may run before the index is right). */
+	for (uint32_t i = 0; i < f->rehash_dirs.n && !err; i++)
+		err = do_rehash(fs, &f->rehash_dirs.v[i], fixes);
+	if (f->rehash_dirs.n)
+		goto out;
 	/* B: names. */
 	for (uint32_t i = 0; i < f->drop_entries.n && !err; i++, ++*fixes) {
 		struct entry_op op = { &f->drop_entries.v[i], false };
@@ -507,6 +615,7 @@ static int stage_mounted(struct blockdev *bd, const struct check_findings *f, ui
 		struct check_inode_fix fix = f->inode_fixes.v[i];
 		err = do_inode_fix(fs, &fix);
 	}
+out:
 	if (err)
 		ordfs_report_error(fs, err, "fsck's repair");
 	int uerr = ordfs_unmount(fs);
@@ -548,6 +657,8 @@ int ordfs_repair(struct blockdev *bd, unsigned flags,
 		else if (f.bitmaps_wrong || f.summary_wrong || f.clean_with_orphans ||
 			 f.super_copy_stale || f.journal_super_copy_stale || f.file_flags_feature)
 			err = stage_bitmaps(bd, &f, &out->fixes);
+		else if (f.rehash_dirs.n) /* loses nothing: -p too */
+			err = stage_mounted(bd, &f, &out->fixes);
 		else if (f.drop_entries.n || f.retype_entries.n || f.unreachable.n)
 			err = preen ? 0 : stage_mounted(bd, &f, &out->fixes);
 		else if (f.inode_fixes.n)

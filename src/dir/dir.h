@@ -74,5 +74,9 @@ struct dir_verify_ops {
 	void *ctx;
 };
 int dir_verify(struct ordfs *fs, struct inode *dir, const struct dir_verify_ops *ops);
+/* dir_verify's `what` for an entry whose stored hash is not its name's
+ * under the superblock's seed (the one problem a rebuilt index cures). */
+#define DIR_VERIFY_BAD_HASH "entry hash does not match its name"
+
 
 #endif

@@ -101,6 +101,8 @@ const char *dindex_problem(const uint8_t *blk, uint32_t block_size, uint64_t nbl
 		return "index record count out of range";
 	if (level == 0 || level > DIR_MAX_LEVEL)
 		return "index level out of range";
+	if (le_get32(blk + DIR_INDEX_LEVEL_OFF + 2) != 0)
+		return "index reserved field not zero";
 	for (uint32_t i = 0; i < count; i++) {
 		uint64_t key = dindex_key(blk, i), child = dindex_child(blk, i);
 		if (key & DIR_BUCKET_MASK)

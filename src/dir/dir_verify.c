@@ -77,7 +77,7 @@ static void v_entries(struct verifier *v, uint64_t lblk, const uint8_t *blk)
 		if (dir_check_name(e.name, e.namelen))
 			v_problem(v, lblk, "entry name is not a valid name");
 		else if (ordfs_name_hash(seed, e.name, e.namelen) != e.hash)
-			v_problem(v, lblk, "entry hash does not match its name");
+			v_problem(v, lblk, DIR_VERIFY_BAD_HASH);
 		if (v->ops && v->ops->entry_cb)
 			v->stop = v->ops->entry_cb(v->ops->ctx, e.name, e.namelen, e.ino, e.dtype);
 	}

@@ -93,10 +93,13 @@ static bool in_data_area(const struct ordfs *fs, uint64_t start, uint64_t len)
 	       !ordfs_range_has_group_start(&fs->sb, start, len);
 }
 
+/* No byte of a file lies at 2^62 or past (FORMAT.md: the largest size):
+ * a record mapping one is damage, whatever the size says. */
 bool ext_fields_valid(const struct ordfs *fs, const struct ordfs_extent *e)
 {
+	uint64_t max_lblk = (1ull << 62) / fs->block_size;
 	return e->len >= 1 && e->len <= ORDFS_EXT_MAX_LEN &&
-	       !(e->flags & ~ORDFS_EXT_UNWRITTEN) && e->logical <= UINT64_MAX - e->len &&
+	       !(e->flags & ~ORDFS_EXT_UNWRITTEN) && e->logical <= max_lblk - e->len &&
 	       in_data_area(fs, e->physical, e->len);
 }
 

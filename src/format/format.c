@@ -17,6 +17,7 @@
 /* ---- superblock ------------------------------------------------------- */
 
 #define COPY_CSUM_OFF (ORDFS_SB_COPY_SIZE - 4u) /* 508, in both superblocks */
+#define SB_RESERVED_OFF 288u /* 288 .. 507: reserved, zero */
 
 void ordfs_super_csum_set(uint8_t raw[ORDFS_SB_SIZE])
 {
@@ -251,6 +252,9 @@ static int super_decode_copy(const uint8_t *in, struct ordfs_super *sb, const ch
 
 	if (sb->version != ORDFS_VERSION)
 		return fail(why, "unsupported ordfs version");
+	for (uint32_t off = SB_RESERVED_OFF; off < COPY_CSUM_OFF; off++)
+		if (in[off])
+			return fail(why, "reserved superblock bytes not zero");
 	if (sb->feature_incompat & ~ORDFS_FEATURE_INCOMPAT_SUPPORTED) {
 		if (why)
 			*why = "image uses incompatible features this ordfs does not know";
@@ -340,8 +344,8 @@ int ordfs_block_verify(const uint8_t *blk, uint32_t block_size, uint32_t csum_se
 		       enum ordfs_block_type type, uint64_t blockno)
 {
 	if (le_get32(blk) != ORDFS_BLOCK_MAGIC || le_get16(blk + 4) != type ||
-	    le_get64(blk + 16) != blockno)
-		return -EUCLEAN;
+	    le_get16(blk + 6) != 0 || le_get64(blk + 16) != blockno)
+		return -EUCLEAN; /* reserved (6) is zero, as everything never written */
 	if (le_get32(blk + 8) != block_csum(blk, block_size, csum_seed))
 		return -EUCLEAN;
 	return 0;
@@ -422,12 +426,40 @@ int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 	return err ? err : unknown ? -EUCLEAN : 0;
 }
 
+/* The reserved bytes of an inode slot (FORMAT.md: zero). */
+#define INODE_RESERVED_A 2u   /* 2 bytes after mode */
+#define INODE_RESERVED_B 240u /* 12 bytes before the checksum */
+
+static bool inode_reserved_zero(const uint8_t in[ORDFS_INODE_SIZE])
+{
+	if (in[INODE_RESERVED_A] || in[INODE_RESERVED_A + 1])
+		return false;
+	for (uint32_t off = INODE_RESERVED_B; off < 252; off++)
+		if (in[off])
+			return false;
+	return true;
+}
+
+int ordfs_inode_clear_reserved(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum, uint32_t csum_seed)
+{
+	if (le_get32(raw + 252) != inode_csum(raw, inum, csum_seed))
+		return -EUCLEAN;
+	if (inode_reserved_zero(raw))
+		return 0;
+	memset(raw + INODE_RESERVED_A, 0, 2);
+	memset(raw + INODE_RESERVED_B, 0, 252 - INODE_RESERVED_B);
+	ordfs_inode_csum_set(raw, inum, csum_seed);
+	return 1;
+}
+
 int ordfs_inode_decode_check(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 			     uint32_t csum_seed, struct ordfs_inode *ino, uint32_t *unknown)
 {
 	memset(ino, 0, sizeof(*ino));
 	*unknown = 0;
 	if (le_get32(in + 252) != inode_csum(in, inum, csum_seed))
+		return -EUCLEAN;
+	if (!inode_reserved_zero(in))
 		return -EUCLEAN;
 	ino->mode = le_get16(in + 0);
 	ino->uid = le_get32(in + 4);
@@ -457,6 +489,17 @@ int ordfs_inode_decode_check(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 	if (ino->size > (1ull << 62))
 		return -EUCLEAN;
 	*unknown = attr & ~ORDFS_FL_KNOWN;
+	return 0;
+}
+
+int ordfs_symlink_check(const struct ordfs_inode *ino, const char **why)
+{
+	if (ino->size == 0)
+		return fail(why, "symlink with an empty target");
+	if (ino->size > ORDFS_SYMLINK_MAX)
+		return fail(why, "symlink target longer than 4095 bytes");
+	if ((ino->flags & ORDFS_INODE_FAST_SYMLINK) && ino->size > ORDFS_FAST_SYMLINK_MAX)
+		return fail(why, "fast symlink longer than the 127 bytes its inode holds");
 	return 0;
 }
 

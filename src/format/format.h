@@ -461,6 +461,20 @@ int ordfs_inode_decode(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 int ordfs_inode_decode_check(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 			     uint32_t csum_seed, struct ordfs_inode *ino, uint32_t *unknown);
 
+/* A slot whose checksum verifies but whose reserved bytes (2..3,
+ * 240..251) are not all zero, which the decoders refuse: the reserved
+ * bytes zeroed and the checksum set again (fsck's repair keeps the rest
+ * of the inode).  1 if it changed the slot, 0 if they were zero,
+ * -EUCLEAN if the checksum fails. */
+int ordfs_inode_clear_reserved(uint8_t raw[ORDFS_INODE_SIZE], uint32_t inum, uint32_t csum_seed);
+
+/* The rule a symbolic link keeps (FORMAT.md, "Symbolic links"): size 1 ..
+ * ORDFS_SYMLINK_MAX, and at most ORDFS_FAST_SYMLINK_MAX for a fast one.
+ * 0, or -EUCLEAN with a one-line reason in *why.  The one validator of a
+ * link's fields: the daemon's readlink refuses what it refuses, and
+ * fsck.ordfs reports and repairs the same (ino must be a symlink). */
+int ordfs_symlink_check(const struct ordfs_inode *ino, const char **why);
+
 /* Where inode `inum` lives: block number and byte offset in that block. */
 static inline void ordfs_inode_location(const struct ordfs_super *sb, uint32_t inum,
 					uint64_t *block, uint32_t *offset)

@@ -372,12 +372,12 @@ ssize_t ordfs_readlink(struct ordfs *fs, struct inode *link, char *buf, size_t s
 	ordfs_rwlock_rdlock(&link->lock);
 	uint64_t len = link->d.size;
 	ssize_t result;
-	if (len == 0 || len > ORDFS_SYMLINK_MAX) {
+	const char *why;
+	if (ordfs_symlink_check(&link->d, &why) != 0) { /* fsck.ordfs's rule too */
 		result = -EUCLEAN;
 	} else if (link->d.flags & ORDFS_INODE_FAST_SYMLINK) {
-		result = len > ORDFS_FAST_SYMLINK_MAX ? -EUCLEAN : (ssize_t)len;
-		if (result > 0)
-			memcpy(buf, link->d.data, len < size ? len : size);
+		result = (ssize_t)len;
+		memcpy(buf, link->d.data, len < size ? len : size);
 	} else {
 		result = (ssize_t)len;
 		for (uint64_t off = 0; off < len && off < size && result > 0; off += fs->block_size) {

@@ -11,7 +11,9 @@
 # refused; -C FD writes progress lines, -C 0 draws a bar; damage made by
 # ordfs-corrupt is repaired by -fy (exit 1) and a second -fn exits 0,
 # while -p refuses what would lose names (exit 4); usage errors exit 16
-# with one line.
+# with one line (-n with -y or -p among them); a directory or /dev/null is
+# one line naming it, exit 8; a primary superblock claiming more blocks
+# than the image has gets the backup hint too, and -b works.
 set -eu
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
@@ -94,5 +96,58 @@ check "unknown flag: exit 16" test "$(status_of "$FSCK" -Z img)" -eq 16
 check "unknown flag: one line" test "$(wc -l <err.txt)" -eq 1
 check "-b without a number: exit 16" test "$(status_of "$FSCK" -b)" -eq 16
 check "missing image file: exit 8" test "$(status_of "$FSCK" -f nonexistent)" -eq 8
+
+# -n with -y or -p: refused as e2fsck refuses it (usage error, one line).
+for pair in "-fn -fy" "-fny" "-n -p" "-y -p"; do
+	check "$pair: exit 16" test "$(status_of "$FSCK" $pair img)" -eq 16
+	check "$pair: one line" test "$(wc -l <err.txt)" -eq 1
+	check "$pair: says which options clash" grep -q "only one of -n, -y and -p" err.txt
+done
+# Not an image: a directory, a character device; one line naming the path
+# and what it is, exit 8.
+mkdir adir
+check "a directory: exit 8" test "$(status_of "$FSCK" -fn adir)" -eq 8
+check "a directory: one line" test "$(wc -l <err.txt)" -eq 1
+check "a directory: says so" grep -q "adir: is a directory, not an ordfs image" err.txt
+check "/dev/null: exit 8" test "$(status_of "$FSCK" -fn /dev/null)" -eq 8
+check "/dev/null: one line" test "$(wc -l <err.txt)" -eq 1
+check "/dev/null: says so" grep -q "/dev/null: is a character device, not an ordfs image" err.txt
+
+# A primary superblock that verifies but claims more blocks than the image
+# has (super-csum 19 on a populated 32M image: block_count): the hint
+# names the backup, found from the image's size, and -b restores it.
+rm -f img
+"$MKFS" -q -U 6f726466-7300-4000-8000-000000000001 img 32M
+"$CORRUPT" populate img
+"$CORRUPT" img super-csum 19 >/dev/null
+check "primary larger than the image: exit 8" test "$(status_of "$FSCK" -fy img)" -eq 8
+check "primary larger than the image: says so" grep -q "smaller than the filesystem" err.txt
+check "primary larger than the image: the hint names -b 8191" \
+	grep -qx "fsck.ordfs: a valid backup superblock is at block 8191: try fsck.ordfs -b 8191 img" err.txt
+check "-b 8191: restored, exit 1" test "$(status_of "$FSCK" -fy -b 8191 img)" -eq 1
+check "after -b 8191, -fn: exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
+
+# A reserved superblock byte not zero (checksum valid): refused as
+# FORMAT.md says, the hint names the backup, -b restores it.
+rm -f img
+"$MKFS" -q -U 6f726466-7300-4000-8000-000000000001 img 32M
+"$CORRUPT" img super-reserved 1 >/dev/null
+check "reserved superblock byte: exit 8" test "$(status_of "$FSCK" -fn img)" -eq 8
+check "reserved superblock byte: says so" grep -q "reserved superblock bytes not zero" err.txt
+check "reserved superblock byte: the hint names -b 8191" grep -q -- "-b 8191 img" err.txt
+check "reserved superblock byte: -b 8191 restores, exit 1" test "$(status_of "$FSCK" -fy -b 8191 img)" -eq 1
+check "reserved superblock byte: then -fn exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
+
+# A long symlink whose size runs past the blocks it maps (1 KiB blocks):
+# readlink meets a hole (EUCLEAN); fsck must see it too, and clear it.
+rm -rf tree img && mkdir tree
+ln -s "$(printf 'x%.0s' $(seq 1 300))" tree/slow
+echo hi >tree/file
+"$MKFS" -q -b 1024 -d tree img 16M
+"$CORRUPT" img symlink-hole 1 >/dev/null
+check "symlink past its blocks: -fn finds it (exit 4)" test "$(status_of "$FSCK" -fn img)" -eq 4
+check "symlink past its blocks: named" grep -q "(symlink): inode 5: symlink target block 1 not mapped" out.txt
+check "symlink past its blocks: -fy repairs (exit 1)" test "$(status_of "$FSCK" -fy img)" -eq 1
+check "symlink past its blocks: then -fn exit 0" test "$(status_of "$FSCK" -fn img)" -eq 0
 
 summary

@@ -159,6 +159,18 @@ run_refused "image too small" tiny.img tiny.img 100K
 check "  no file left behind" [ ! -e tiny.img ]
 run_refused "no SIZE for a missing image" missing.img missing.img
 run_refused "a directory is not an image" blank.img "$WORK"
+
+# A size the host filesystem cannot give a file (ext4: 16 TiB less a
+# block): refused, and the file this run created is not left behind.
+rc=0
+"$MKFS" -q huge.img 17T >out.txt 2>err.txt || rc=$?
+if [ "$rc" -ne 0 ]; then
+	check "17T refused by the host: one line on stderr" [ "$(wc -l <err.txt)" -eq 1 ]
+	check "17T refused by the host: no file left behind" [ ! -e huge.img ]
+else
+	check "17T accepted by the host: the file has that size" [ "$(size_of huge.img)" -eq $((17 << 40)) ]
+	rm -f huge.img
+fi
 check "blank image still all zeros" cmp -s blank.img <(head -c $((8 << 20)) /dev/zero)
 
 # ---- help and version -----------------------------------------------------

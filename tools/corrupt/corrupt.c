@@ -34,7 +34,8 @@ static const char *const kind_names[] = {
 	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
 	"flags-type",   "dirent-self",   "dirent-root",  "dirent-root-self",
 	"dirent-parent", "dotdot-cycle", "journal-ro-compat", "journal-seq-limit", "journal-live-limit",
-	"journal-errno-min", "owner-held",
+	"journal-errno-min", "owner-held", "dirent-type-dir", "symlink-size", "ibitmap-reserved", "extent-far",
+	"inode-reserved", "hash-seed",   "block-reserved", "super-reserved", "symlink-hole",
 };
 
 /* one name per kind, in the enum's order (a merge that adds kinds on two
@@ -95,6 +96,8 @@ struct found {
 	struct targets files;   /* regular files whose root holds extents */
 	struct targets dirs;    /* directories other than the root */
 	struct targets xattrs;  /* xattr blocks */
+	struct targets fast_links; /* fast symlinks */
+	struct targets slow_links; /* symlinks whose target is in blocks */
 	bool in_dir, in_file;
 };
 
@@ -147,6 +150,10 @@ static int find_targets(struct blockdev *bd, struct found *f)
 			err = push(&f->xattrs, inode->d.xattr_block);
 		if (!err && inode->d.xattr_block)
 			err = push(&f->xattr_inodes, ino);
+		if (!err && S_ISLNK(inode->d.mode) && (inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
+			err = push(&f->fast_links, ino);
+		else if (!err && S_ISLNK(inode->d.mode))
+			err = push(&f->slow_links, ino);
 		struct extent_walk_ops ops = { node_cb, ext_cb, f };
 		if (!err && !(inode->d.flags & ORDFS_INODE_FAST_SYMLINK))
 			err = extent_walk(fs, inode, &ops);
@@ -166,6 +173,8 @@ static void found_free(struct found *f)
 	free(f->dirs.v);
 	free(f->xattrs.v);
 	free(f->xattr_inodes.v);
+	free(f->fast_links.v);
+	free(f->slow_links.v);
 }
 
 /* A read-write mount that commits only when asked (the tool's own
@@ -306,6 +315,10 @@ static int change_raw(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_ki
 	}
 	if (kind == CORRUPT_INODE_CSUM) {
 		scribble(j, raw, 0, ORDFS_INODE_SIZE - 4);
+	} else if (kind == CORRUPT_INODE_RESERVED) {
+		/* 14 reserved bytes: 2..3 and 240..251. */
+		unsigned k = (unsigned)below(&j->rng, 14);
+		raw[k < 2 ? 2 + k : 240 + (k - 2)] = (uint8_t)(1 + below(&j->rng, 255));
 	} else if (kind == CORRUPT_FLAGS_UNKNOWN) {
 		/* Linux flags ordfs does not keep (compression, extents, ...), or
 		 * bits nobody defines. */
@@ -364,6 +377,32 @@ static int change_field(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_
 	case CORRUPT_FLAGS_TYPE:
 		d.attr_flags |= ORDFS_FL_DIRSYNC | ORDFS_FL_NODUMP;
 		break;
+	case CORRUPT_SYMLINK_SIZE: {
+		static const uint64_t sizes[] = { 0, ORDFS_FAST_SYMLINK_MAX + 1, 200,
+						  ORDFS_SYMLINK_MAX };
+		d.size = sizes[below(&j->rng, sizeof(sizes) / sizeof(sizes[0]))];
+		break;
+	}
+	case CORRUPT_SYMLINK_HOLE: {
+		/* Past the blocks its root maps (a long link's target is in
+		 * one extent of at most 4 blocks). */
+		uint32_t n = le_get16(d.data + 2);
+		uint64_t mapped = 0;
+		for (uint32_t r = 0; r < n && r < ORDFS_INODE_ROOT_EXTENTS; r++)
+			mapped += le_get32(d.data + ORDFS_EXTENT_NODE_HDR + r * ORDFS_EXTENT_REC + 16);
+		uint64_t from = mapped * j->bs + 1;
+		if (le_get16(d.data + 6) != 0 || from > ORDFS_SYMLINK_MAX)
+			return -ENOENT;
+		d.size = from + below(&j->rng, ORDFS_SYMLINK_MAX - from + 1);
+		break;
+	}
+	case CORRUPT_EXTENT_FAR: {
+		/* The last record of the root leaf, far past any size. */
+		uint32_t n = le_get16(d.data + 2);
+		uint8_t *last = d.data + ORDFS_EXTENT_NODE_HDR + (n - 1) * ORDFS_EXTENT_REC;
+		le_put64(last, (1ull << 62) + below(&j->rng, 1000));
+		break;
+	}
 	default: /* CORRUPT_DIR_PARENT */
 		d.parent = d.parent == ORDFS_ROOT_INO ? ino : ORDFS_ROOT_INO;
 		break;
@@ -588,6 +627,96 @@ static int damage_dirent_loop(struct job *j, struct blockdev *bd, enum corrupt_k
 		inode_put(fs, dir);
 	int uerr = ordfs_unmount(fs);
 	return err ? err : uerr;
+}
+
+/* An entry of type regular file, added through the journal of a
+ * read-write mount, naming a directory: in a directory D other than the
+ * root (the first found), D itself (seed % 3 == 0) or the root (1); in
+ * the root, another directory (2: the last found, D if it is the only
+ * one). */
+static int damage_dirent_type_dir(struct job *j, struct blockdev *bd, const struct targets *dirs)
+{
+	if (dirs->n == 0)
+		return -ENOENT;
+	struct ordfs *fs;
+	int err = mount_rw(bd, &fs);
+	if (err)
+		return err;
+	struct inode *root = NULL, *d = NULL;
+	err = inode_get(fs, ORDFS_ROOT_INO, &root);
+	if (!err)
+		err = inode_get(fs, (uint32_t)dirs->v[0], &d);
+	static const char *const names[] = { "self", "root", "other" };
+	unsigned v = (unsigned)(next_random(&j->rng) % 3);
+	if (!err) {
+		struct inode *in = v == 2 ? root : d;
+		uint32_t target = v == 0 ? d->ino : v == 1 ? ORDFS_ROOT_INO
+							   : (uint32_t)dirs->v[dirs->n - 1];
+		struct handle *h;
+		ordfs_rwlock_wrlock(&in->lock); /* lock order: inode, then handle */
+		err = journal_start(fs->journal, 16, &h);
+		if (!err) {
+			err = dir_add(fs, h, in, names[v], strlen(names[v]), target, DT_REG);
+			int serr = journal_stop(h);
+			if (!err)
+				err = serr;
+		}
+		ordfs_rwlock_unlock(&in->lock);
+		snprintf(j->what, j->what_len,
+			 "dirent-type-dir: dir %u entry '%s' names directory %u as a file", in->ino,
+			 names[v], target);
+	}
+	if (d)
+		inode_put(fs, d);
+	if (root)
+		inode_put(fs, root);
+	int uerr = ordfs_unmount(fs);
+	return err ? err : uerr;
+}
+
+/* The header's reserved u16 (offset 6) not zero, checksum recomputed. */
+static void change_hdr_reserved(struct job *j, uint8_t *blk, uint64_t blockno)
+{
+	(void)blockno;
+	le_put16(blk + 6, (uint16_t)(1 + below(&j->rng, 0xffff)));
+	ordfs_block_csum_set(blk, j->bs, j->sb.csum_seed);
+}
+
+/* A reserved byte of both copies of the primary superblock not zero,
+ * checksums recomputed (the backup stays as it was). */
+static int damage_super_reserved(struct job *j)
+{
+	uint8_t raw[ORDFS_SB_SIZE];
+	int err = blockdev_read(j->bd, raw, sizeof(raw), 0);
+	if (err)
+		return err;
+	uint32_t off = 288 + (uint32_t)below(&j->rng, 508 - 288);
+	uint8_t v = (uint8_t)(1 + below(&j->rng, 255));
+	for (uint32_t c = 0; c < 2; c++)
+		raw[c * ORDFS_SB_COPY_SIZE + off] = v;
+	ordfs_super_csum_set(raw);
+	snprintf(j->what, j->what_len, "super-reserved: byte %u = 0x%02x", off, v);
+	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
+	return err ? err : blockdev_flush(j->bd);
+}
+
+/* The superblock's hash seed changed, checksum recomputed: every name is
+ * now in the wrong place of its directory's index. */
+static int damage_hash_seed(struct job *j)
+{
+	uint8_t raw[ORDFS_SB_SIZE];
+	struct ordfs_super sb;
+	const char *why;
+	int err = blockdev_read(j->bd, raw, sizeof(raw), 0);
+	if (!err)
+		err = ordfs_super_decode(raw, &sb, &why);
+	if (err)
+		return err;
+	sb.hash_seed ^= (uint32_t)(1 + below(&j->rng, 0xfffffffeu));
+	ordfs_super_encode(&sb, raw);
+	snprintf(j->what, j->what_len, "hash-seed: 0x%08x", sb.hash_seed);
+	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
+	return err ? err : blockdev_flush(j->bd);
 }
 
 /* One superblock field set to a random value, checksum recomputed. */
@@ -899,6 +1028,18 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		return damage_journal(&j, kind);
 	if (kind == CORRUPT_OWNER_HELD)
 		return damage_owner_held(&j);
+	if (kind == CORRUPT_HASH_SEED)
+		return damage_hash_seed(&j);
+	if (kind == CORRUPT_SUPER_RESERVED)
+		return damage_super_reserved(&j);
+	if (kind == CORRUPT_IBITMAP_RESERVED) {
+		struct targets one = { 0 };
+		err = push(&one, 1);
+		if (!err)
+			err = damage_mark_free(&j, &one, true);
+		free(one.v);
+		return err;
+	}
 
 	struct targets t = { 0 };
 	if (kind == CORRUPT_JOURNAL_BITS || kind == CORRUPT_JOURNAL_CSUM) {
@@ -987,6 +1128,34 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 	case CORRUPT_DIRENT_PARENT:
 	case CORRUPT_DOTDOT_CYCLE:
 		err = damage_dirent_loop(&j, bd, kind);
+		break;
+	case CORRUPT_DIRENT_TYPE_DIR:
+		err = damage_dirent_type_dir(&j, bd, &f.dirs);
+		break;
+	case CORRUPT_SYMLINK_SIZE:
+		err = change_inode_slot(&j, &f.fast_links, kind, change_field, &f);
+		break;
+	case CORRUPT_EXTENT_FAR:
+		err = change_inode_slot(&j, &f.files, kind, change_field, &f);
+		break;
+	case CORRUPT_SYMLINK_HOLE:
+		err = change_inode_slot(&j, &f.slow_links, kind, change_field, &f);
+		break;
+	case CORRUPT_INODE_RESERVED:
+		err = change_inode_slot(&j, &f.inodes, kind, change_raw, &f);
+		break;
+	case CORRUPT_BLOCK_RESERVED:
+		/* bitmaps, directory, extent-tree and xattr blocks */
+		for (uint64_t b = j.sb.block_bitmap_start; b < j.sb.inode_table_start && !err; b++)
+			err = push(&t, b);
+		for (size_t i = 0; i < f.dir_blocks.n && !err; i++)
+			err = push(&t, f.dir_blocks.v[i]);
+		for (size_t i = 0; i < f.extent_blocks.n && !err; i++)
+			err = push(&t, f.extent_blocks.v[i]);
+		for (size_t i = 0; i < f.xattrs.n && !err; i++)
+			err = push(&t, f.xattrs.v[i]);
+		if (!err)
+			err = pick_block(&j, &t, "block-reserved", change_hdr_reserved);
 		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);

@@ -83,6 +83,29 @@ enum corrupt_kind {
 	CORRUPT_OWNER_HELD,      /* the owner record held by a silent holder of
 				    another host claiming a heartbeat interval
 				    of 0xffffffff ms */
+	CORRUPT_DIRENT_TYPE_DIR, /* an entry of type regular file naming a
+				    directory: in a directory D, D itself
+				    (seed % 3 == 0) or the root (1); in the
+				    root, another directory (2); added through
+				    the journal of a read-write mount */
+	CORRUPT_SYMLINK_SIZE,    /* a fast symlink's size 0 or 128 .. 4095
+				    (valid checksum) */
+	CORRUPT_IBITMAP_RESERVED,/* reserved inode 1's bit cleared in the inode
+				    bitmap (valid checksum) */
+	CORRUPT_EXTENT_FAR,      /* a file's last root extent moved to logical
+				    block 2^62 or past (valid checksum) */
+	CORRUPT_INODE_RESERVED,  /* a reserved byte of an inode slot (2..3 or
+				    240..251) not zero (valid checksum) */
+	CORRUPT_HASH_SEED,       /* the superblock's directory hash seed
+				    changed (valid checksum) */
+	CORRUPT_BLOCK_RESERVED,  /* the reserved field (offset 6) of a metadata
+				    block's header not zero: a bitmap, directory,
+				    extent-tree or xattr block (valid checksum) */
+	CORRUPT_SUPER_RESERVED,  /* a reserved byte (288..507) of the primary
+				    superblock's copies not zero (valid checksum) */
+	CORRUPT_SYMLINK_HOLE,    /* a slow symlink's size past the blocks it
+				    maps, at most 4095 (valid checksum; needs
+				    blocks smaller than 4 KiB) */
 	CORRUPT_KINDS
 };
 

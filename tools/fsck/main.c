@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -93,6 +94,7 @@ static int parse(int argc, char **argv, struct fsck_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->backup = -1;
 	o->progress_fd = -1;
+	bool yes = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -106,7 +108,7 @@ static int parse(int argc, char **argv, struct fsck_opts *o)
 				int64_t v;
 				switch (*c) {
 				case 'n': o->readonly = true; break;
-				case 'y': break;
+				case 'y': yes = true; break;
 				case 'p': case 'a': o->preen = true; break;
 				case 'f': o->force = true; break;
 				case 'v': o->verbose = true; break;
@@ -142,7 +144,32 @@ static int parse(int argc, char **argv, struct fsck_opts *o)
 		fprintf(stderr, "fsck.ordfs: missing IMAGE (see --help)\n");
 		return -EINVAL;
 	}
+	/* As e2fsck: one answer for every question. */
+	if ((int)o->readonly + (int)yes + (int)o->preen > 1) {
+		fprintf(stderr, "fsck.ordfs: only one of -n, -y and -p (-a) may be given\n");
+		return -EINVAL;
+	}
 	return 0;
+}
+
+/* A path that cannot hold an image (a directory, a character device such
+ * as /dev/null, a FIFO): one line that says so, before anything opens it.
+ * false if it was refused. */
+static bool image_kind_ok(const char *image)
+{
+	struct stat st;
+	if (blockdev_is_nbd_uri(image) || stat(image, &st) != 0)
+		return true; /* the open says what is wrong */
+	const char *what = S_ISDIR(st.st_mode)   ? "is a directory"
+			 : S_ISCHR(st.st_mode)   ? "is a character device"
+			 : S_ISFIFO(st.st_mode)  ? "is a FIFO"
+			 : S_ISSOCK(st.st_mode)  ? "is a socket"
+			 : NULL;
+	if (!what)
+		return true;
+	fprintf(stderr, "fsck.ordfs: %s: %s, not an ordfs image (give the image file or "
+		"block device)\n", image, what);
+	return false;
 }
 
 /* SIGINT/SIGTERM: stop now.  What was written so far is safe to stop
@@ -203,8 +230,45 @@ static void verbose_progress(void *ctx, unsigned pass, uint64_t done, uint64_t t
 		printf("%s: pass %u: %s\n", p->o->image, pass, check_pass_name(pass));
 }
 
+/* The backup superblock at block `block` (the last block of the image
+ * it describes), for whichever block size gives one that decodes and fits
+ * in the image.  The library's reader places the backup by the primary's
+ * geometry when the primary decodes, so a primary that verifies but is
+ * wrong (a block_count past the end of the image) hid it. */
+static int backup_at(struct blockdev *bd, uint64_t block, struct ordfs_super *sb)
+{
+	uint8_t raw[ORDFS_SB_SIZE];
+	uint64_t size = blockdev_size(bd);
+	for (uint32_t lg = ORDFS_MIN_BLOCK_LOG; lg <= ORDFS_MAX_BLOCK_LOG; lg++) {
+		const char *why;
+		if (block > (size >> lg) || (block << lg) + sizeof(raw) > size)
+			continue;
+		if (blockdev_read(bd, raw, sizeof(raw), block << lg) == 0 &&
+		    ordfs_super_decode(raw, sb, &why) == 0 && sb->log_block_size == lg &&
+		    sb->block_count - 1 == block && (size >> lg) >= sb->block_count)
+			return 0;
+	}
+	return -EUCLEAN;
+}
+
+/* A valid backup: where the primary's geometry puts it, else in the last
+ * block of the image for each block size. */
+static int find_backup(struct blockdev *bd, struct ordfs_super *sb)
+{
+	const char *why;
+	if (ordfs_read_super(bd, true, sb, &why) == 0)
+		return 0;
+	for (uint32_t lg = ORDFS_MIN_BLOCK_LOG; lg <= ORDFS_MAX_BLOCK_LOG; lg++) {
+		uint64_t blocks = blockdev_size(bd) >> lg;
+		if (blocks >= 2 && backup_at(bd, blocks - 1, sb) == 0)
+			return 0;
+	}
+	return -EUCLEAN;
+}
+
 /* Reads the superblock fsck works from: the primary, or the backup at
- * block o->backup. */
+ * block o->backup.  A primary that cannot be used gets one line with the
+ * exact command that uses the backup, when there is a valid one. */
 static int read_super(struct blockdev *bd, const struct fsck_opts *o, struct ordfs_super *sb)
 {
 	const char *why;
@@ -213,16 +277,14 @@ static int read_super(struct blockdev *bd, const struct fsck_opts *o, struct ord
 		if (err) {
 			fprintf(stderr, "fsck.ordfs: %s: %s\n", o->image, why);
 			struct ordfs_super backup;
-			if (ordfs_read_super(bd, true, &backup, &why) == 0)
+			if (find_backup(bd, &backup) == 0)
 				fprintf(stderr, "fsck.ordfs: a valid backup superblock is at block "
 					"%" PRIu64 ": try fsck.ordfs -b %" PRIu64 " %s\n",
 					backup.block_count - 1, backup.block_count - 1, o->image);
 		}
 		return err;
 	}
-	int err = ordfs_read_super(bd, true, sb, &why);
-	if (!err && (uint64_t)o->backup != sb->block_count - 1)
-		err = -EINVAL;
+	int err = backup_at(bd, (uint64_t)o->backup, sb);
 	if (err)
 		fprintf(stderr, "fsck.ordfs: %s: no valid superblock at block %" PRId64 "\n",
 			o->image, o->backup);
@@ -316,6 +378,8 @@ int main(int argc, char **argv)
 	struct blockdev *bd, *overlay = NULL;
 	struct owner_claim *claim = NULL;
 	char why[300]; /* open and claim errors */
+	if (!image_kind_ok(o.image))
+		return FSCK_ERROR;
 	int err = blockdev_open_image(o.image, o.readonly ? BLOCKDEV_READONLY : 0, 0, &bd, why,
 				      sizeof(why));
 	if (err) {

@@ -539,7 +539,14 @@ static int prepare_file(const struct mkfs_options *o, const struct target *t, bo
 		err = -errno;
 	close(fd);
 	if (err) {
-		image_error(o->image, "cannot set the image size", err);
+		/* A refused mkfs leaves no file it created (a host filesystem
+		 * whose files cannot be that large: EFBIG). */
+		if (*created)
+			unlink(o->image);
+		*created = false;
+		image_error(o->image, err == -EFBIG ? "cannot set the image size (larger than "
+						      "a file on this host filesystem may be)"
+						    : "cannot set the image size", err);
 		return -1;
 	}
 	return 0;
