@@ -31,7 +31,7 @@ static const char *const kind_names[CORRUPT_KINDS] = {
 	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
 	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
-	"flags-type",
+	"flags-type",   "ibitmap-free-all",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -513,6 +513,53 @@ static int damage_mark_free(struct job *j, const struct targets *t, bool inodes)
 			     clear_bit);
 }
 
+/* Clears the bits of every inode in t past the root (bit i is inode
+ * i + 1) in the inode bitmap block given, checksum recomputed. */
+static void clear_inode_bits(struct job *j, uint8_t *blk, uint64_t bitmap_block,
+			     const struct targets *t)
+{
+	uint64_t per = ordfs_bits_per_bitmap_block(j->bs);
+	uint64_t index = bitmap_block - j->sb.inode_bitmap_start;
+	for (size_t i = 0; i < t->n; i++) {
+		uint64_t bit = t->v[i] - 1;
+		if (t->v[i] <= ORDFS_ROOT_INO || bit / per != index)
+			continue;
+		uint32_t b = (uint32_t)(bit % per);
+		blk[ORDFS_BLOCK_HDR_SIZE + b / 8] &= (uint8_t)~(1u << (b % 8));
+	}
+	ordfs_block_csum_set(blk, j->bs, j->sb.csum_seed);
+}
+
+/* Every inode in use past the root marked free (no randomness: the seed
+ * does not matter), one rewrite per inode bitmap block. */
+static int damage_mark_all_inodes_free(struct job *j, const struct targets *t)
+{
+	uint64_t per = ordfs_bits_per_bitmap_block(j->bs);
+	uint64_t blocks = j->sb.inode_bitmap_blocks;
+	size_t n = 0;
+	int err = 0;
+	for (size_t i = 0; i < t->n; i++)
+		n += t->v[i] > ORDFS_ROOT_INO;
+	if (n == 0)
+		return -ENOENT;
+	uint8_t *blk = malloc(j->bs);
+	if (!blk)
+		return -ENOMEM;
+	for (uint64_t b = 0; b < blocks && b * per < j->sb.inode_count && !err; b++) {
+		uint64_t blockno = j->sb.inode_bitmap_start + b;
+		err = blockdev_read(j->bd, blk, j->bs, blockno * j->bs);
+		if (!err) {
+			clear_inode_bits(j, blk, blockno, t);
+			err = blockdev_write(j->bd, blk, j->bs, blockno * j->bs);
+		}
+	}
+	if (!err)
+		err = blockdev_flush(j->bd);
+	free(blk);
+	snprintf(j->what, j->what_len, "ibitmap-free-all: %zu inodes marked free", n);
+	return err;
+}
+
 /* Log blocks of the transactions in the journal (empty log: none). */
 static int journal_targets(struct job *j, struct targets *t)
 {
@@ -663,6 +710,9 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		break;
 	case CORRUPT_FLAGS_TYPE:
 		err = change_inode_slot(&j, &f.files, kind, change_field, &f);
+		break;
+	case CORRUPT_IBITMAP_FREE_ALL:
+		err = damage_mark_all_inodes_free(&j, &f.inodes);
 		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);

@@ -54,6 +54,9 @@ enum corrupt_kind {
 	CORRUPT_FLAGS_TYPE,      /* a regular file flagged D (and d), which only
 				    a directory may carry, on an image without
 				    the file_flags feature (valid checksum) */
+	CORRUPT_IBITMAP_FREE_ALL, /* every inode in use past the root marked free
+				     in the inode bitmap (valid checksums):
+				     lost+found and every directory and file */
 	CORRUPT_KINDS
 };
 
