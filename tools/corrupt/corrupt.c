@@ -31,7 +31,7 @@ static const char *const kind_names[CORRUPT_KINDS] = {
 	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
 	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
 	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
-	"flags-type",   "ibitmap-free-all",
+	"flags-type",   "ibitmap-free-all", "bitmap-free-dir",
 };
 
 const char *corrupt_kind_name(enum corrupt_kind kind)
@@ -87,7 +87,8 @@ struct found {
 	struct targets files;   /* regular files whose root holds extents */
 	struct targets dirs;    /* directories other than the root */
 	struct targets xattrs;  /* xattr blocks */
-	bool in_dir, in_file;
+	struct targets subdir_blocks; /* directory blocks but the root's */
+	bool in_dir, in_file, in_root;
 };
 
 static int node_cb(void *ctx, uint64_t blockno, unsigned depth, int bad)
@@ -104,6 +105,8 @@ static int ext_cb(void *ctx, const struct ordfs_extent *e)
 		int err = 0;
 		if (f->in_dir)
 			err = push(&f->dir_blocks, e->physical + i);
+		if (!err && f->in_dir && !f->in_root)
+			err = push(&f->subdir_blocks, e->physical + i);
 		else if (f->in_file && !(e->flags & ORDFS_EXT_UNWRITTEN))
 			err = push(&f->data_blocks, e->physical + i);
 		if (err)
@@ -130,6 +133,7 @@ static int find_targets(struct blockdev *bd, struct found *f)
 		err = push(&f->inodes, ino);
 		f->in_dir = S_ISDIR(inode->d.mode);
 		f->in_file = S_ISREG(inode->d.mode);
+		f->in_root = ino == ORDFS_ROOT_INO;
 		if (!err && f->in_file && le_get16(inode->d.data + 6) == 0 &&
 		    le_get16(inode->d.data + 2) > 0)
 			err = push(&f->files, ino);
@@ -158,6 +162,7 @@ static void found_free(struct found *f)
 	free(f->dirs.v);
 	free(f->xattrs.v);
 	free(f->xattr_inodes.v);
+	free(f->subdir_blocks.v);
 }
 
 /* A read-write mount that commits only when asked (the tool's own
@@ -179,6 +184,7 @@ struct job {
 	uint32_t bs;
 	uint64_t rng;
 	uint64_t target; /* bitmap-free: the block whose bit to clear */
+	enum corrupt_kind kind;
 	char *what;
 	unsigned what_len;
 };
@@ -504,8 +510,8 @@ static int damage_mark_free(struct job *j, const struct targets *t, bool inodes)
 	uint64_t item = t->v[below(&j->rng, t->n)];
 	uint64_t bit = inodes ? item - 1 : item;
 	uint64_t index = bit / ordfs_bits_per_bitmap_block(j->bs);
-	snprintf(j->what, j->what_len, "%s: %s %llu marked free",
-		 inodes ? "ibitmap-free" : "bitmap-free", inodes ? "inode" : "block",
+	snprintf(j->what, j->what_len, "%s: %s %llu marked free", corrupt_kind_name(j->kind),
+		 inodes ? "inode" : "block",
 		 (unsigned long long)item);
 	j->target = bit;
 	return rewrite_block(j, inodes ? j->sb.inode_bitmap_start + index
@@ -616,7 +622,7 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		  unsigned what_len)
 {
 	char scratch[1];
-	struct job j = { .bd = bd, .rng = seed, .what = what ? what : scratch,
+	struct job j = { .bd = bd, .rng = seed, .kind = kind, .what = what ? what : scratch,
 			 .what_len = what ? what_len : sizeof(scratch) };
 	const char *why;
 	if ((unsigned)kind >= CORRUPT_KINDS)
@@ -713,6 +719,9 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		break;
 	case CORRUPT_IBITMAP_FREE_ALL:
 		err = damage_mark_all_inodes_free(&j, &f.inodes);
+		break;
+	case CORRUPT_BITMAP_FREE_DIR:
+		err = damage_mark_free(&j, &f.subdir_blocks, false);
 		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);

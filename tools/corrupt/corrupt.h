@@ -57,6 +57,9 @@ enum corrupt_kind {
 	CORRUPT_IBITMAP_FREE_ALL, /* every inode in use past the root marked free
 				     in the inode bitmap (valid checksums):
 				     lost+found and every directory and file */
+	CORRUPT_BITMAP_FREE_DIR,  /* a directory block other than the root's
+				     marked free in the block bitmap (valid
+				     checksum) */
 	CORRUPT_KINDS
 };
 
