@@ -9,11 +9,14 @@
  * the buffer cache then (bcache_shrink), as after an eviction.
  */
 #include "suite_main.h"
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "ops.h"
 #include "blockdev/blockdev.h"
 #include "cache/bcache.h"
+#include "journal/journal.h"
 
 /* 1 KiB blocks: 8000 blocks a group.  A 4 MiB filesystem grown by hand to
  * three groups past the area (tfs_add_groups), as in test_alloc. */
@@ -119,6 +122,66 @@ START_TEST(test_bitmap_block_with_bad_checksum_under_the_mount)
 }
 END_TEST
 
+/* The other way: on a healthy filesystem the check of cached metadata
+ * (known_used.h) never refuses a block.  Directories, extent-tree blocks
+ * and xattr blocks are made (cached), freed with their copies still
+ * cached, and their blocks reused for new data and new metadata, rounds
+ * over, with a map of one loaded chunk; not one block may be refused. */
+START_TEST(test_freed_metadata_still_cached_is_reused)
+{
+	static const struct ordfs_cred cred = { 0, 0 };
+	struct test_fs t;
+	tfs_setup(&t, 4u << 20, 1024, 0); /* small: the rotor wraps, freed blocks are reused */
+	struct ordfs *fs = t.fs;
+	struct inode *root = tfs_root(&t);
+	uint8_t buf[1024];
+	char name[32];
+	for (int round = 0; round < 16; round++) {
+		for (int d = 0; d < 6; d++) {
+			struct inode *dir, *f;
+			snprintf(name, sizeof(name), "d%d", d);
+			ck_assert_int_eq(ordfs_mkdir(fs, root, name, 0755, &cred, &dir), 0);
+			for (int i = 0; i < 40; i++) { /* several directory blocks */
+				snprintf(name, sizeof(name), "a-rather-long-file-name-%03d", i);
+				ck_assert_int_eq(ordfs_create(fs, dir, name, 0644, &cred, &f), 0);
+				if (i % 8 == 0) /* an xattr block */
+					ck_assert_int_eq(ordfs_setxattr(fs, f, "user.k", "v", 1, 0), 0);
+				/* every other block: an extent tree past the root's */
+				for (int k = 0; i == 0 && k < 40; k++) {
+					tfs_fill_pattern(buf, sizeof(buf), (uint32_t)(round * 100 + k));
+					ck_assert_int_eq(ordfs_write(fs, f, buf, sizeof(buf),
+								     (uint64_t)k * 2 * sizeof(buf)),
+							 (ssize_t)sizeof(buf));
+					ck_assert_int_eq(ordfs_fsync(fs, f, false), 0);
+				}
+				inode_put(fs, f);
+			}
+			inode_put(fs, dir);
+		}
+		ck_assert_int_eq(ordfs_sync(fs), 0);
+		for (int d = 0; d < 6; d++) {
+			struct inode *dir;
+			snprintf(name, sizeof(name), "d%d", d);
+			ck_assert_int_eq(ordfs_lookup(fs, root, name, &dir), 0);
+			for (int i = 0; i < 40; i++) {
+				snprintf(name, sizeof(name), "a-rather-long-file-name-%03d", i);
+				ck_assert_int_eq(ordfs_unlink(fs, dir, name), 0);
+			}
+			inode_put(fs, dir);
+			snprintf(name, sizeof(name), "d%d", d);
+			ck_assert_int_eq(ordfs_rmdir(fs, root, name), 0);
+		}
+		ck_assert_int_eq(ordfs_sync(fs), 0); /* the frees commit: reusable */
+		alloc_set_map_limit(fs->alloc, 1);
+	}
+	struct alloc_counts c;
+	alloc_get_counts(fs->alloc, &c);
+	ck_assert_uint_eq(c.refused_in_use, 0);
+	inode_put(fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 static Suite *alloc_hostile_suite(void)
 {
 	Suite *s = suite_create("alloc_hostile");
@@ -126,6 +189,7 @@ static Suite *alloc_hostile_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_group_own_bit_cleared_under_the_mount);
 	tcase_add_test(tc, test_bitmap_block_with_bad_checksum_under_the_mount);
+	tcase_add_test(tc, test_freed_metadata_still_cached_is_reused);
 	suite_add_tcase(s, tc);
 	return s;
 }
