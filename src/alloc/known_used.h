@@ -24,9 +24,10 @@
  *    block (no header), data logged by data=journal.  Those need the full
  *    cross-reference (fsck, the online scrub).  DESIGN.md, "Allocation".
  *  - Cost: one hash lookup in the buffer cache per block handed out (a
- *    header read when it is cached); one per block freed while cached,
- *    plus memory for those (8 bytes each at most twice over, pruned to
- *    what is still cached).
+ *    header read when it is cached); one per block freed or given back,
+ *    plus memory for those still cached (8 bytes each, at most eight
+ *    times over: a hash table at most half full, pruned to what is still
+ *    cached before it grows).
  */
 #ifndef ORDFS_ALLOC_KNOWN_USED_H
 #define ORDFS_ALLOC_KNOWN_USED_H

@@ -9,9 +9,13 @@
  *    number of a live inode.  Before the fix `echo x > MNT/n1` got inode 3
  *    (lost+found became a 2-byte file), and a FORGET of the replaced inode
  *    aborted the daemon ("reference underflow").
- *  - bitmap-free-all (every data block of one file marked free, checksums
- *    valid): see test_data_block_marked_free for what the allocator can
- *    and cannot see.
+ *  - bitmap-free-dir (a directory block marked free, checksum valid): the
+ *    part of finding 3 cheap checks can see.  A directory block cached by
+ *    this mount is never handed out; before, the first new file's data
+ *    went onto it.  What they cannot see, finding 3 itself (a data block of
+ *    a file this mount has not touched), is left to the full
+ *    cross-reference of fsck and the online scrub: no test here pretends
+ *    otherwise (DESIGN.md, "Allocation").
  */
 #include <dirent.h>
 #include <fcntl.h>
