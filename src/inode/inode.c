@@ -454,6 +454,16 @@ static int cache_insert_new(struct inode_cache *ic, struct inode *fresh)
 	return 0;
 }
 
+/* Is a live inode (not new, not dying) cached under ino? */
+static bool cached_live(struct inode_cache *ic, uint32_t ino)
+{
+	ordfs_mutex_lock(&ic->lock);
+	struct inode *have = cache_find(ic, ino);
+	bool live = have && !have->is_new && !have->evicting;
+	ordfs_mutex_unlock(&ic->lock);
+	return live;
+}
+
 /* Is the slot of ino free on disk (all zero, or mode 0: FORMAT.md)?  Read
  * through the buffer cache, so it sees what handles not yet committed
  * wrote (an eviction zeroes the slot before it frees the number).  The
@@ -583,7 +593,11 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal,
 	int err = alloc_inode(fs->alloc, h, goal, &ino);
 	if (err)
 		return err;
-	/* The bitmap is not trusted alone: a slot in use keeps its number. */
+	/* The bitmap is not trusted alone: a live inode cached under the
+	 * number (looked at first: its owner may be writing its slot), or a
+	 * slot in use, keeps its number. */
+	if (cached_live(fs->icache, ino))
+		return inode_in_use_contradiction(ino, "cached and live");
 	bool free_slot;
 	err = slot_free(fs, ino, &free_slot);
 	if (!err && !free_slot)
