@@ -13,6 +13,10 @@
  * Bitmap block i of the block bitmap is group i's, found through
  * ordfs_block_bitmap_block (format.h: in the area, or a group bitmap block
  * past it); a group bitmap block is never a data block (in_data_area).
+ * The bitmap is not trusted alone (issue 36): a block it calls free that
+ * the buffer cache holds as metadata in use (known_used.h) is never handed
+ * out; it leaves the map for the rest of the mount, one line names it,
+ * and the disk's bit is left for fsck (DESIGN.md, "Allocation").
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,9 +25,11 @@
 #include "alloc.h"
 #include "backing.h"
 #include "bitmap_chunks.h"
+#include "known_used.h"
 #include "../blockdev/blockdev.h"
 #include "../cache/bcache.h"
 #include "../journal/journal.h"
+#include "../base/log.h"
 #include "../base/ordfs_assert.h"
 #include "../lock/lock.h"
 #include "../super/grow.h"
@@ -56,6 +62,8 @@ struct alloc {
 	uint64_t rotor;       /* where the last claim ended */
 	uint32_t inode_rotor; /* inode number after the last one handed out */
 	uint64_t meta_reserve; /* blocks only metadata may use (see available_for) */
+	struct known_used *known; /* metadata the cache holds (known_used.h) */
+	uint64_t refused_in_use;  /* blocks free in the bitmap but known in use */
 };
 
 /* ---- on-disk bitmap blocks -------------------------------------------- */
@@ -188,6 +196,11 @@ int alloc_load(struct bcache *cache, const struct ordfs_super *sb, unsigned flag
 	a->rotor = a->data_start;
 	a->meta_reserve = meta_reserve_for(a->data_end - a->data_start, a->block_size);
 	ordfs_mutex_init(&a->lock, LOCK_ALLOC, "alloc lock");
+	if (known_used_create(cache, &a->known) != 0) {
+		ordfs_mutex_destroy(&a->lock);
+		free(a);
+		return -ENOMEM;
+	}
 
 	/* Each bitmap is read once to count it; its bits are loaded a bitmap
 	 * block at a time as allocation needs them (bitmap_chunks.h). */
@@ -217,6 +230,7 @@ void alloc_destroy(struct alloc *a)
 		return;
 	chunks_destroy(a->map);
 	chunks_destroy(a->imap);
+	known_used_destroy(a->known);
 	ordfs_mutex_destroy(&a->lock);
 	free(a);
 }
@@ -296,6 +310,21 @@ static int give_host_space(struct alloc *a, uint64_t s, uint32_t n, uint64_t res
 	return err;
 }
 
+/* Is block b, free in the map, in use all the same (known_used.h)?  Then
+ * it leaves the map for the rest of the mount (its chunk stays loaded: its
+ * bits differ from the disk's) and one line names it.  a->lock held. */
+static bool refuse_known_used(struct alloc *a, uint64_t b)
+{
+	if (!known_used_block(a->known, b))
+		return false;
+	if (chunks_set(a->map, b))
+		a->map_free--;
+	a->refused_in_use++;
+	ordfs_log(LOG_ERR, "block %llu is in use (cached metadata) but free in the block "
+		  "bitmap: not allocated (run fsck.ordfs)", (unsigned long long)b);
+	return true;
+}
+
 int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned flags,
 		       uint64_t *start, uint32_t *got)
 {
@@ -313,19 +342,25 @@ int alloc_claim_blocks(struct alloc *a, uint64_t goal, uint32_t want, unsigned f
 		goal = a->rotor;
 
 	/* A block the host backs first: the run then stops at a hole. */
-	uint64_t s = find_backed(a, goal);
-	bool backed = s < a->data_end;
-	if (!backed)
-		s = chunks_find_zero(a->map, goal, a->data_end);
-	if (s == a->data_end)
-		s = chunks_find_zero(a->map, a->data_start, goal);
-	if (s >= a->data_end || chunks_test(a->map, s)) {
-		ordfs_mutex_unlock(&a->lock);
-		return -ENOSPC; /* counters said free: only if they are wrong */
-	}
-	uint32_t n = 0; /* chunks_set is false for a bit already set: the run ends */
+	uint64_t s;
+	bool backed;
+	do {
+		s = find_backed(a, goal);
+		backed = s < a->data_end;
+		if (!backed)
+			s = chunks_find_zero(a->map, goal, a->data_end);
+		if (s == a->data_end)
+			s = chunks_find_zero(a->map, a->data_start, goal);
+		if (s >= a->data_end || chunks_test(a->map, s)) {
+			ordfs_mutex_unlock(&a->lock);
+			return -ENOSPC; /* counters said free: only if they are wrong */
+		}
+	} while (refuse_known_used(a, s));
+	/* chunks_set is false for a bit already set: the run ends; it also
+	 * ends before a block known in use (the next claim refuses it). */
+	uint32_t n = 0;
 	while (n < want && s + n < a->data_end && !(backed && chunks_hinted(a->map, s + n)) &&
-	       chunks_set(a->map, s + n))
+	       (n == 0 || !known_used_block(a->known, s + n)) && chunks_set(a->map, s + n))
 		n++;
 	ORDFS_ASSERT(n > 0);
 	a->map_free -= n;
@@ -350,10 +385,14 @@ void alloc_claim_free_run(struct alloc *a, uint64_t from, uint32_t max, uint64_t
 	ordfs_mutex_lock(&a->lock);
 	if (from < a->data_start)
 		from = a->data_start;
-	uint64_t spare = available(a);
 	uint64_t s = from < a->data_end ? chunks_find_zero(a->map, from, a->data_end) : a->data_end;
+	/* A discard of a block in use would lose it. */
+	while (s < a->data_end && refuse_known_used(a, s))
+		s = chunks_find_zero(a->map, s + 1, a->data_end);
+	uint64_t spare = available(a);
 	uint32_t n = 0;
-	while (n < max && n < spare && s + n < a->data_end && chunks_set(a->map, s + n))
+	while (n < max && n < spare && s + n < a->data_end &&
+	       (n == 0 || !known_used_block(a->known, s + n)) && chunks_set(a->map, s + n))
 		n++;
 	a->map_free -= n;
 	ordfs_mutex_unlock(&a->lock);
@@ -382,6 +421,7 @@ void alloc_unclaim_blocks(struct alloc *a, uint64_t start, uint32_t len, unsigne
 		a->map_free += chunks_clear(a->map, i);
 	if (flags & ALLOC_FROM_RESERVATION)
 		a->reserved += len;
+	known_used_note_free(a->known, start, len); /* a copy cached meanwhile is stale */
 	ordfs_mutex_unlock(&a->lock);
 }
 
@@ -432,8 +472,10 @@ int alloc_free_blocks(struct alloc *a, struct handle *h, uint64_t start, uint32_
 	}
 	if (!err)
 		err = journal_add_freed(h, start, len);
-	if (!err)
+	if (!err) {
 		a->pending_free += len;
+		known_used_note_free(a->known, start, len); /* cached copies are stale now */
+	}
 	ordfs_mutex_unlock(&a->lock);
 	if (!err && (flags & ALLOC_METADATA)) {
 		for (uint64_t i = start; i < start + len && !err; i++)
@@ -621,6 +663,7 @@ void alloc_get_counts(struct alloc *a, struct alloc_counts *out)
 	out->reserved_blocks = a->reserved;
 	out->pending_free = a->pending_free;
 	out->free_inodes = a->free_inodes;
+	out->refused_in_use = a->refused_in_use;
 	ordfs_mutex_unlock(&a->lock);
 }
 

@@ -117,6 +117,8 @@ struct alloc_counts {
 	uint64_t reserved_blocks; /* delayed-allocation reservations outstanding */
 	uint64_t pending_free;    /* freed by transactions not yet committed */
 	uint32_t free_inodes;
+	uint64_t refused_in_use;  /* blocks free in the bitmap but known in use
+				     (cached metadata), kept out since the mount */
 };
 void alloc_get_counts(struct alloc *a, struct alloc_counts *out);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bitmap_chunks.h"
+#include "../base/log.h"
 #include "../base/ordfs_assert.h"
 #include "../blockdev/blockdev.h"
 #include "../cache/bcache.h"
@@ -99,20 +100,30 @@ static int verify_block(const struct chunks *m, uint64_t ci, const uint8_t *data
 				  chunk_block(m, ci));
 }
 
-/* The bitmap block's bits (as words) into out, from its buffer. */
+/* The bitmap block's bits (as words) into out, from its buffer.  A
+ * block that comes from the device now (not cached: the image may have
+ * changed under the mount, an NBD export someone else runs) is verified
+ * in full, checksum and a group bitmap block's own bit included, as at
+ * the mount; a cached one is the allocator's own copy (only it changes
+ * bitmap buffers, under its lock, which the caller holds). */
 static int read_block_bits(struct chunks *m, uint64_t ci, bool verify, uint64_t *out)
 {
 	struct buf *b;
 	uint64_t blockno = chunk_block(m, ci);
+	if (!verify && !bcache_contains(m->cfg.cache, blockno))
+		verify = true;
 	int err = bcache_read(m->cfg.cache, blockno, &b);
 	if (err)
 		return err;
 	if (verify) {
 		err = verify_block(m, ci, b->data);
 	} else if (le_get32(b->data) != ORDFS_BLOCK_MAGIC || le_get16(b->data + 4) != m->cfg.type ||
-		   le_get64(b->data + 16) != blockno) {
+		   le_get64(b->data + 16) != blockno ||
+		   (m->cfg.sb && ci >= m->cfg.sb->block_bitmap_blocks &&
+		    !ordfs_bitmap_bit(b->data, 0))) {
 		/* A buffer the journal holds may carry a stale checksum in
-		 * memory: only its structure is checked once mounted. */
+		 * memory: only its structure is checked once mounted (a group
+		 * bitmap block's own bit is set, whatever else changed). */
 		err = -EUCLEAN;
 	}
 	if (!err) {
@@ -202,6 +213,7 @@ static void load_hints(struct chunks *m, uint64_t ci)
 static uint64_t *chunk_bits(struct chunks *m, uint64_t ci)
 {
 	struct chunk *c = &m->v[ci];
+	int err;
 	if (c->bits || c->state == CHUNK_UNREADABLE)
 		return c->bits;
 	shrink(m);
@@ -210,9 +222,13 @@ static uint64_t *chunk_bits(struct chunks *m, uint64_t ci)
 		return NULL;
 	if (c->state == CHUNK_ALL_FREE) {
 		memset(bits, 0, (size_t)m->words * 8);
-	} else if (read_block_bits(m, ci, false, bits) != 0) {
+	} else if ((err = read_block_bits(m, ci, false, bits)) != 0) {
 		/* Damaged or unreadable since the mount counted it: nothing
 		 * more comes out of it. */
+		ordfs_log(LOG_ERR, "%s bitmap block %llu: %s since the mount: nothing more is "
+			  "allocated from it (run fsck.ordfs)",
+			  m->cfg.sb ? "block" : "inode", (unsigned long long)chunk_block(m, ci),
+			  err == -EUCLEAN || err == -EBADMSG ? "damaged" : strerror(-err));
 		free(bits);
 		c->state = CHUNK_UNREADABLE;
 		c->free = 0;

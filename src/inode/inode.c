@@ -20,6 +20,11 @@
  *  - The last reference to an unlinked inode frees it on disk through the
  *    eviction hook the cache was created with (orphan_evict).
  *  - An all-zero slot or a slot with mode 0 is a free inode (-ENOENT).
+ *  - The inode bitmap is not trusted alone (issue 36): a number it hands
+ *    out is used only if its slot is free on disk and no live inode is
+ *    cached under it; otherwise the create fails with -EUCLEAN, the bit
+ *    stays set (so the number is not offered again) and one line names
+ *    the inode.  DESIGN.md, "Allocation".
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,6 +39,7 @@
 #include "alloc/alloc.h"
 #include "cache/bcache.h"
 #include "journal/journal.h"
+#include "base/log.h"
 #include "base/ordfs_assert.h"
 #include "lock/lock.h"
 
@@ -424,19 +430,68 @@ void inode_put_flags(struct ordfs *fs, struct inode *inode, unsigned flags)
  * dying inode (freed by an eviction that has not dropped its last
  * reference yet: the new inode takes its place and the old one is freed by
  * its own last put) or a read of the free slot through a stale number,
- * which is let finish first (it fails with -ENOENT and leaves). */
-static void cache_insert_new(struct inode_cache *ic, struct inode *fresh)
+ * which is let finish first (it fails with -ENOENT and leaves).  Anything
+ * else cached under the number is a live inode whose bit a damaged bitmap
+ * has clear: -EUCLEAN, nothing inserted (replacing it would leave the
+ * kernel's references on the old struct counted on the new one: the
+ * "reference underflow" of a later FORGET). */
+static int cache_insert_new(struct inode_cache *ic, struct inode *fresh)
 {
 	ordfs_mutex_lock(&ic->lock);
 	struct inode *old;
 	while ((old = cache_find(ic, fresh->ino)) && old->is_new)
 		ordfs_cond_wait(&ic->new_done, &ic->lock);
+	if (old && !old->evicting) {
+		ordfs_mutex_unlock(&ic->lock);
+		return -EUCLEAN;
+	}
 	if (old)
 		cache_unhash(ic, old);
 	fresh->is_new = true;
 	fresh->refs = 1;
 	cache_hash(ic, fresh);
 	ordfs_mutex_unlock(&ic->lock);
+	return 0;
+}
+
+/* Is a live inode (not new, not dying) cached under ino? */
+static bool cached_live(struct inode_cache *ic, uint32_t ino)
+{
+	ordfs_mutex_lock(&ic->lock);
+	struct inode *have = cache_find(ic, ino);
+	bool live = have && !have->is_new && !have->evicting;
+	ordfs_mutex_unlock(&ic->lock);
+	return live;
+}
+
+/* Is the slot of ino free on disk (all zero, or mode 0: FORMAT.md)?  Read
+ * through the buffer cache, so it sees what handles not yet committed
+ * wrote (an eviction zeroes the slot before it frees the number).  The
+ * number is ours (its bit set under the allocator's lock), so nobody else
+ * writes the slot meanwhile.  An unreadable block is not free. */
+static int slot_free(struct ordfs *fs, uint32_t ino, bool *free_out)
+{
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(&fs->sb, ino, &blk, &off);
+	struct buf *b;
+	int err = bcache_read(fs->cache, blk, &b);
+	if (err)
+		return err;
+	*free_out = le_get16(b->data + off) == 0; /* mode */
+	bcache_put(fs->cache, b);
+	return 0;
+}
+
+/* The bitmap said ino was free and it is not: its bit stays set (alloc_inode
+ * set it under h, so it is never handed out again, and the commit records
+ * it), one line names it, and the caller's request fails with -EUCLEAN,
+ * which the errors= policy sees once the handle is closed [J8]. */
+static int inode_in_use_contradiction(uint32_t ino, const char *where)
+{
+	ordfs_log(LOG_ERR, "inode %u is in use (%s) but free in the inode bitmap: "
+		  "marked in use, not reused (run fsck.ordfs)", ino, where);
+	return -EUCLEAN;
 }
 
 int inode_cache_for_each(struct ordfs *fs, int (*fn)(struct ordfs *, struct inode *, void *),
@@ -538,6 +593,19 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal,
 	int err = alloc_inode(fs->alloc, h, goal, &ino);
 	if (err)
 		return err;
+	/* The bitmap is not trusted alone: a live inode cached under the
+	 * number (looked at first: its owner may be writing its slot), or a
+	 * slot in use, keeps its number. */
+	if (cached_live(fs->icache, ino))
+		return inode_in_use_contradiction(ino, "cached and live");
+	bool free_slot;
+	err = slot_free(fs, ino, &free_slot);
+	if (!err && !free_slot)
+		return inode_in_use_contradiction(ino, "its slot has a mode");
+	if (err) {
+		alloc_free_inode(fs->alloc, h, ino);
+		return err;
+	}
 
 	struct inode *fresh = inode_alloc_mem(ino);
 	if (!fresh) {
@@ -558,7 +626,10 @@ int inode_create(struct ordfs *fs, struct handle *h, uint32_t goal,
 		fresh->d.generation = (uint32_t)now.nsec ^ ino;
 	ordfs_extent_root_init(fresh->d.data);
 
-	cache_insert_new(fs->icache, fresh);
+	if (cache_insert_new(fs->icache, fresh) != 0) {
+		inode_free(fresh);
+		return inode_in_use_contradiction(ino, "cached and live");
+	}
 	err = inode_write(fs, h, fresh, INODE_WRITE_DATASYNC);
 	if (err) {
 		/* Never on disk: out of the cache, and its last put (maybe by

@@ -27,15 +27,18 @@
 #include "super/owner.h"
 
 static const char *const kind_names[] = {
-	"super-csum",   "inode-bits",    "inode-csum",   "inode-links",  "dir-zero",
-	"dir-bits",     "dir-csum",      "extent-csum",  "bitmap-free",  "bitmap-bits",
-	"journal-bits", "journal-csum",  "any-metadata", "file-size",    "block-count",
-	"extent-range", "extent-dup",    "dir-parent",   "orphan-head",  "xattr-bits",
-	"ibitmap-free", "xattr-range",   "dir-hardlink", "super-torn",   "flags-unknown",
-	"flags-type",   "dirent-self",   "dirent-root",  "dirent-root-self",
-	"dirent-parent", "dotdot-cycle", "journal-ro-compat", "journal-seq-limit", "journal-live-limit",
-	"journal-errno-min", "owner-held", "dirent-type-dir", "symlink-size", "ibitmap-reserved", "extent-far",
-	"inode-reserved", "hash-seed",   "block-reserved", "super-reserved", "symlink-hole",
+	"super-csum",        "inode-bits",        "inode-csum",         "inode-links",
+	"dir-zero",          "dir-bits",          "dir-csum",           "extent-csum",
+	"bitmap-free",       "bitmap-bits",       "journal-bits",       "journal-csum",
+	"any-metadata",      "file-size",         "block-count",        "extent-range",
+	"extent-dup",        "dir-parent",        "orphan-head",        "xattr-bits",
+	"ibitmap-free",      "xattr-range",       "dir-hardlink",       "super-torn",
+	"flags-unknown",     "flags-type",        "dirent-self",        "dirent-root",
+	"dirent-root-self",  "dirent-parent",     "dotdot-cycle",       "journal-ro-compat",
+	"journal-seq-limit", "journal-live-limit", "journal-errno-min", "owner-held",
+	"dirent-type-dir",   "symlink-size",      "ibitmap-reserved",   "extent-far",
+	"inode-reserved",    "hash-seed",         "block-reserved",     "super-reserved",
+	"symlink-hole",      "ibitmap-free-all",  "bitmap-free-dir",
 };
 
 /* one name per kind, in the enum's order (a merge that adds kinds on two
@@ -98,7 +101,8 @@ struct found {
 	struct targets xattrs;  /* xattr blocks */
 	struct targets fast_links; /* fast symlinks */
 	struct targets slow_links; /* symlinks whose target is in blocks */
-	bool in_dir, in_file;
+	struct targets subdir_blocks; /* directory blocks but the root's */
+	bool in_dir, in_file, in_root;
 };
 
 static int node_cb(void *ctx, uint64_t blockno, unsigned depth, int bad)
@@ -115,6 +119,8 @@ static int ext_cb(void *ctx, const struct ordfs_extent *e)
 		int err = 0;
 		if (f->in_dir)
 			err = push(&f->dir_blocks, e->physical + i);
+		if (!err && f->in_dir && !f->in_root)
+			err = push(&f->subdir_blocks, e->physical + i);
 		else if (f->in_file && !(e->flags & ORDFS_EXT_UNWRITTEN))
 			err = push(&f->data_blocks, e->physical + i);
 		if (err)
@@ -141,6 +147,7 @@ static int find_targets(struct blockdev *bd, struct found *f)
 		err = push(&f->inodes, ino);
 		f->in_dir = S_ISDIR(inode->d.mode);
 		f->in_file = S_ISREG(inode->d.mode);
+		f->in_root = ino == ORDFS_ROOT_INO;
 		if (!err && f->in_file && le_get16(inode->d.data + 6) == 0 &&
 		    le_get16(inode->d.data + 2) > 0)
 			err = push(&f->files, ino);
@@ -175,6 +182,7 @@ static void found_free(struct found *f)
 	free(f->xattr_inodes.v);
 	free(f->fast_links.v);
 	free(f->slow_links.v);
+	free(f->subdir_blocks.v);
 }
 
 /* A read-write mount that commits only when asked (the tool's own
@@ -196,6 +204,7 @@ struct job {
 	uint32_t bs;
 	uint64_t rng;
 	uint64_t target; /* bitmap-free: the block whose bit to clear */
+	enum corrupt_kind kind;
 	char *what;
 	unsigned what_len;
 };
@@ -777,13 +786,60 @@ static int damage_mark_free(struct job *j, const struct targets *t, bool inodes)
 	uint64_t item = t->v[below(&j->rng, t->n)];
 	uint64_t bit = inodes ? item - 1 : item;
 	uint64_t index = bit / ordfs_bits_per_bitmap_block(j->bs);
-	snprintf(j->what, j->what_len, "%s: %s %llu marked free",
-		 inodes ? "ibitmap-free" : "bitmap-free", inodes ? "inode" : "block",
+	snprintf(j->what, j->what_len, "%s: %s %llu marked free", corrupt_kind_name(j->kind),
+		 inodes ? "inode" : "block",
 		 (unsigned long long)item);
 	j->target = bit;
 	return rewrite_block(j, inodes ? j->sb.inode_bitmap_start + index
 				      : ordfs_block_bitmap_block(&j->sb, index),
 			     clear_bit);
+}
+
+/* Clears the bits of every inode in t past the root (bit i is inode
+ * i + 1) in the inode bitmap block given, checksum recomputed. */
+static void clear_inode_bits(struct job *j, uint8_t *blk, uint64_t bitmap_block,
+			     const struct targets *t)
+{
+	uint64_t per = ordfs_bits_per_bitmap_block(j->bs);
+	uint64_t index = bitmap_block - j->sb.inode_bitmap_start;
+	for (size_t i = 0; i < t->n; i++) {
+		uint64_t bit = t->v[i] - 1;
+		if (t->v[i] <= ORDFS_ROOT_INO || bit / per != index)
+			continue;
+		uint32_t b = (uint32_t)(bit % per);
+		blk[ORDFS_BLOCK_HDR_SIZE + b / 8] &= (uint8_t)~(1u << (b % 8));
+	}
+	ordfs_block_csum_set(blk, j->bs, j->sb.csum_seed);
+}
+
+/* Every inode in use past the root marked free (no randomness: the seed
+ * does not matter), one rewrite per inode bitmap block. */
+static int damage_mark_all_inodes_free(struct job *j, const struct targets *t)
+{
+	uint64_t per = ordfs_bits_per_bitmap_block(j->bs);
+	uint64_t blocks = j->sb.inode_bitmap_blocks;
+	size_t n = 0;
+	int err = 0;
+	for (size_t i = 0; i < t->n; i++)
+		n += t->v[i] > ORDFS_ROOT_INO;
+	if (n == 0)
+		return -ENOENT;
+	uint8_t *blk = malloc(j->bs);
+	if (!blk)
+		return -ENOMEM;
+	for (uint64_t b = 0; b < blocks && b * per < j->sb.inode_count && !err; b++) {
+		uint64_t blockno = j->sb.inode_bitmap_start + b;
+		err = blockdev_read(j->bd, blk, j->bs, blockno * j->bs);
+		if (!err) {
+			clear_inode_bits(j, blk, blockno, t);
+			err = blockdev_write(j->bd, blk, j->bs, blockno * j->bs);
+		}
+	}
+	if (!err)
+		err = blockdev_flush(j->bd);
+	free(blk);
+	snprintf(j->what, j->what_len, "ibitmap-free-all: %zu inodes marked free", n);
+	return err;
 }
 
 /* Log blocks of the transactions in the journal (empty log: none). */
@@ -1010,7 +1066,7 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		  unsigned what_len)
 {
 	char scratch[1];
-	struct job j = { .bd = bd, .rng = seed, .what = what ? what : scratch,
+	struct job j = { .bd = bd, .rng = seed, .kind = kind, .what = what ? what : scratch,
 			 .what_len = what ? what_len : sizeof(scratch) };
 	const char *why;
 	if ((unsigned)kind >= CORRUPT_KINDS)
@@ -1156,6 +1212,12 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 			err = push(&t, f.xattrs.v[i]);
 		if (!err)
 			err = pick_block(&j, &t, "block-reserved", change_hdr_reserved);
+		break;
+	case CORRUPT_IBITMAP_FREE_ALL:
+		err = damage_mark_all_inodes_free(&j, &f.inodes);
+		break;
+	case CORRUPT_BITMAP_FREE_DIR:
+		err = damage_mark_free(&j, &f.subdir_blocks, false);
 		break;
 	default: /* CORRUPT_ANY_METADATA */
 		err = metadata_targets(&j, &f, &t);

@@ -106,6 +106,12 @@ enum corrupt_kind {
 	CORRUPT_SYMLINK_HOLE,    /* a slow symlink's size past the blocks it
 				    maps, at most 4095 (valid checksum; needs
 				    blocks smaller than 4 KiB) */
+	CORRUPT_IBITMAP_FREE_ALL, /* every inode in use past the root marked free
+				     in the inode bitmap (valid checksums):
+				     lost+found and every directory and file */
+	CORRUPT_BITMAP_FREE_DIR,  /* a directory block other than the root's
+				     marked free in the block bitmap (valid
+				     checksum) */
 	CORRUPT_KINDS
 };
 
