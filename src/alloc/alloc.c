@@ -64,6 +64,7 @@ struct alloc {
 	uint64_t meta_reserve; /* blocks only metadata may use (see available_for) */
 	struct known_used *known; /* metadata the cache holds (known_used.h) */
 	uint64_t refused_in_use;  /* blocks free in the bitmap but known in use */
+	uint64_t refused_told;    /* ... of which alloc_take_refused told */
 };
 
 /* ---- on-disk bitmap blocks -------------------------------------------- */
@@ -712,6 +713,15 @@ uint64_t alloc_first_unmarked(struct alloc *a, uint64_t start, uint64_t len)
 	}
 	ordfs_mutex_unlock(&a->lock);
 	return found;
+}
+
+uint64_t alloc_take_refused(struct alloc *a)
+{
+	ordfs_mutex_lock(&a->lock);
+	uint64_t n = a->refused_in_use - a->refused_told;
+	a->refused_told = a->refused_in_use;
+	ordfs_mutex_unlock(&a->lock);
+	return n;
 }
 
 bool alloc_inode_in_use(struct alloc *a, uint32_t ino)

@@ -121,6 +121,10 @@ struct alloc_counts {
 				     (cached metadata), kept out since the mount */
 };
 void alloc_get_counts(struct alloc *a, struct alloc_counts *out);
+/* Blocks refused as in use (refused_in_use) since the last call: the
+ * refusal happens under a handle, where errors= cannot run, so the
+ * writeback thread and unmount ask afterwards (writeback.h). */
+uint64_t alloc_take_refused(struct alloc *a);
 
 /* The bitmaps' memory (bitmap_chunks.h): chunks kept loaded at most, for
  * both maps (tests); and what the maps use now. */

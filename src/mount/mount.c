@@ -421,6 +421,9 @@ int ordfs_unmount(struct ordfs *fs)
 			err = writeback_all(fs, false);
 		if (!err)
 			err = atime_write_lazy(fs, true);
+		/* what the allocator refused reaches errors= before the
+		 * image can be marked clean */
+		(void)writeback_report_refused(fs);
 		int jerr = journal_close(fs->journal);
 		fs->journal = NULL;
 		if (!err)

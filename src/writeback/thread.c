@@ -3,21 +3,25 @@
  * lazy access times, and early writeback when a writer is past the
  * background threshold (writeback.h); after each periodic pass, page
  * memory that stayed free for a whole interval goes back to the kernel
- * (block_pool_trim).
+ * (block_pool_trim), and blocks the allocator refused meanwhile reach
+ * errors= (writeback_report_refused).
  *
  * Rules: the thread holds no lock across a pass (fs->writeback_lock only
  * guards the stop and kick flags); its errors stay with the pages (and go
  * to each file's errseq) and pass through errors= (ordfs_report_error).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <time.h>
 
 #include "fs.h"
 #include "writeback.h"
 #include "atime/atime.h"
+#include "alloc/alloc.h"
 #include "base/block_pool.h"
 #include "lock/lock.h"
+#include "super/super.h"
 
 /* Writes back delayed data every commit interval, so data written without
  * fsync reaches the image within about two intervals (ext3's ordered mode
@@ -72,11 +76,23 @@ static void *writeback_main(void *arg)
 				   "writing lazy access times");
 		/* Page memory free for a whole interval goes back (block_pool.h). */
 		block_pool_trim(fs->page_pool);
+		(void)writeback_report_refused(fs);
 		ordfs_mutex_lock(&fs->writeback_lock);
 		clock_gettime(CLOCK_REALTIME, &next);
 	}
 	ordfs_mutex_unlock(&fs->writeback_lock);
 	return NULL;
+}
+
+int writeback_report_refused(struct ordfs *fs)
+{
+	uint64_t n = alloc_take_refused(fs->alloc);
+	if (!n)
+		return 0;
+	char what[96];
+	snprintf(what, sizeof(what), "%llu block%s free in the block bitmap but in use",
+		 (unsigned long long)n, n == 1 ? "" : "s");
+	return ordfs_error_corruption(fs, -EUCLEAN, what);
 }
 
 void writeback_kick(struct ordfs *fs)

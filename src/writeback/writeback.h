@@ -76,6 +76,11 @@ int writeback_some_locked(struct ordfs *fs, struct inode *inode, bool waited,
  * commit interval is not 0, stopped first at unmount.  writeback_kick
  * asks it to start writing back early (cheap when it already was). */
 void writeback_thread_start(struct ordfs *fs);
+/* Blocks the allocator refused since the last call (free in a damaged
+ * bitmap but known in use: alloc/known_used.h) go through errors= now,
+ * with no handle open: after each periodic pass, and at unmount.  Returns
+ * the error errors= gave (0 when nothing was refused). */
+int writeback_report_refused(struct ordfs *fs);
 void writeback_thread_stop(struct ordfs *fs);
 void writeback_kick(struct ordfs *fs);
 /* A remount changed commit=: the thread's next pass is one new interval

@@ -504,7 +504,8 @@ static void print_problem(void *ctx, enum check_problem code, const char *msg)
 	fprintf(stderr, "checker (%s): [%d] %s\n", (const char *)ctx, (int)code, msg);
 }
 
-bool mnt_image_in_use(struct mnt *m)
+/* The image's primary superblock (asserts it reads). */
+static struct ordfs_super read_image_super(struct mnt *m)
 {
 	struct blockdev *bd;
 	int err = blockdev_file_open(m->image, BLOCKDEV_READONLY, &bd);
@@ -514,8 +515,19 @@ bool mnt_image_in_use(struct mnt *m)
 	err = ordfs_read_super(bd, false, &sb, &why);
 	blockdev_destroy(bd);
 	ck_assert_msg(err == 0, "superblock: %s", why);
+	return sb;
+}
+
+bool mnt_image_in_use(struct mnt *m)
+{
+	struct ordfs_super sb = read_image_super(m);
 	return (sb.feature_incompat & ORDFS_FEATURE_INCOMPAT_RECOVER) &&
 	       !(sb.state & ORDFS_STATE_CLEAN);
+}
+
+bool mnt_image_error_recorded(struct mnt *m)
+{
+	return read_image_super(m).state & ORDFS_STATE_ERROR;
 }
 
 void mnt_check(struct mnt *m)

@@ -129,6 +129,9 @@ void mnt_stop(struct mnt *m);
 /* Is the image in use as a crash would leave it: RECOVER set, CLEAN
  * clear (the next mount replays)?  Read from the image file. */
 bool mnt_image_in_use(struct mnt *m);
+/* Does the image's superblock record an error (ORDFS_STATE_ERROR: a
+ * read-write mount waits for fsck)? */
+bool mnt_image_error_recorded(struct mnt *m);
 /* Runs the checker on the image: no problem, superblock clean, journal
  * empty. */
 void mnt_check(struct mnt *m);
