@@ -309,6 +309,17 @@ int inode_get(struct ordfs *fs, uint32_t ino, struct inode **out)
 	 * them; the repair strips them) so the other passes see the file. */
 	if (!err && unknown_flags && !fs->opts.check_mode)
 		err = -EUCLEAN;
+	/* An inode whose last link went leaves its name and joins the orphan
+	 * list in one transaction, so one read with no link that is not an
+	 * orphan was never unlinked: its link count is damaged, and the
+	 * eviction that its FORGET would bring must not free a file that
+	 * still has a name (fsck sets the count from the names it finds). */
+	if (!err && fresh->d.links == 0 && !(fresh->d.flags & ORDFS_INODE_ORPHAN) &&
+	    !fs->opts.check_mode && !fs->opts.fsck_repair) {
+		ordfs_log(LOG_ERR, "inode %u has no link and is not an orphan: its link count is "
+			  "damaged (run fsck.ordfs)", ino);
+		err = -EUCLEAN;
+	}
 	if (!err) {
 		fresh->size = fresh->d.size;
 		/* What changed this inode before it was last dropped from
