@@ -110,6 +110,14 @@ int namei_corrupt(const char *fmt, ...)
 	return -EUCLEAN;
 }
 
+int namei_check_subdir_link(const struct inode *dir)
+{
+	if (dir->d.links >= 3)
+		return 0;
+	return namei_corrupt("directory %u: link count %u, too low for the subdirectory it "
+			     "is to lose", dir->ino, dir->d.links);
+}
+
 /* The entry name -> ino of dir names dir itself or the root: never right,
  * and known without looking at the inode. */
 int namei_check_entry_ino(const struct inode *dir, const char *name, size_t len, uint32_t ino)
@@ -395,6 +403,8 @@ static int remove_common(struct ordfs *fs, struct inode *dir, const char *name, 
 	else if (want_dir) {
 		int empty = dir_is_empty(fs, child);
 		err = empty < 0 ? empty : empty ? 0 : -ENOTEMPTY;
+		if (!err)
+			err = namei_check_subdir_link(dir);
 	}
 	dirsync = iflags_dirsync(dir->d.attr_flags);
 	if (err)

@@ -28,6 +28,10 @@ int namei_drop_link(struct ordfs *fs, struct handle *h, struct inode *child);
 /* Damage met by a namespace operation: the thread's corruption note
  * (ordfs_take_corruption_note) set from fmt; returns -EUCLEAN. */
 int namei_corrupt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* dir is to lose a subdirectory's link: it has one per subdirectory past
+ * its own two, so a count below 3 is damaged, and dropping it would take
+ * a directory in use (the root included) to 0 and free it: -EUCLEAN. */
+int namei_check_subdir_link(const struct inode *dir);
 /* -EUCLEAN if the entry name -> ino of dir names dir itself or the root. */
 int namei_check_entry_ino(const struct inode *dir, const char *name, size_t len, uint32_t ino);
 /* namei_check_entry_ino, and a directory child's '..' must be dir; dir and

@@ -106,6 +106,8 @@ static int rename_checks(struct ordfs *fs, struct rename_ctx *rc)
 		return -EINVAL;
 	if (namei_is_dir(rc->src) && rc->olddir != rc->newdir) {
 		int err = check_not_ancestor(fs, rc->src, rc->newdir);
+		if (!err)
+			err = namei_check_subdir_link(rc->olddir);
 		if (err)
 			return err;
 	}
@@ -117,7 +119,7 @@ static int rename_checks(struct ordfs *fs, struct rename_ctx *rc)
 		return -EISDIR;
 	if (namei_is_dir(rc->dst)) {
 		int empty = dir_is_empty(fs, rc->dst);
-		return empty < 0 ? empty : empty ? 0 : -ENOTEMPTY;
+		return empty < 0 ? empty : empty ? namei_check_subdir_link(rc->newdir) : -ENOTEMPTY;
 	}
 	return 0;
 }
@@ -183,6 +185,11 @@ static int exchange_checks(struct ordfs *fs, struct rename_ctx *rc)
 		err = check_not_ancestor(fs, rc->src, rc->newdir);
 	if (!err && namei_is_dir(rc->dst))
 		err = check_not_ancestor(fs, rc->dst, rc->olddir);
+	/* each directory moved out takes a link from its old parent */
+	if (!err && namei_is_dir(rc->src))
+		err = namei_check_subdir_link(rc->olddir);
+	if (!err && namei_is_dir(rc->dst))
+		err = namei_check_subdir_link(rc->newdir);
 	return err;
 }
 

@@ -21,6 +21,41 @@ static struct inode *lookup(struct test_fs *t, struct inode *dir, const char *na
 	return i;
 }
 
+/* A directory's link count, as an image may damage it, too low for the
+ * subdirectory an rmdir or rename would take from it: EUCLEAN and nothing
+ * changed, never a count of 0 that frees a directory in use (the hostile
+ * harness took the root to 0 with an rmdir and a rename). */
+START_TEST(test_subdir_link_too_low_is_euclean)
+{
+	struct test_fs t;
+	tfs_setup(&t, 16 << 20, 4096, 0);
+	struct inode *root = tfs_root(&t), *a, *b, *c, *e;
+	ck_assert_int_eq(ordfs_mkdir(t.fs, root, "a", 0755, &cred, &a), 0);
+	ck_assert_int_eq(ordfs_mkdir(t.fs, a, "b", 0755, &cred, &b), 0);
+	ck_assert_int_eq(ordfs_mkdir(t.fs, a, "c", 0755, &cred, &c), 0);
+	ck_assert_int_eq(ordfs_mkdir(t.fs, root, "e", 0755, &cred, &e), 0);
+	ck_assert_uint_eq(a->d.links, 4);
+	a->d.links = 2; /* what a damaged slot would have read as */
+	ck_assert_int_eq(ordfs_rmdir(t.fs, a, "b"), -EUCLEAN);
+	ck_assert_int_eq(ordfs_rename(t.fs, a, "b", root, "b2", 0), -EUCLEAN);
+	ck_assert_int_eq(ordfs_rename(t.fs, a, "b", a, "c", 0), -EUCLEAN);
+	ck_assert_int_eq(ordfs_rename(t.fs, a, "b", root, "e", RENAME_EXCHANGE), -EUCLEAN);
+	ck_assert_uint_eq(a->d.links, 2);
+	struct inode *x = lookup(&t, a, "b");
+	ck_assert_uint_eq(x->ino, b->ino);
+	inode_put(t.fs, x);
+	a->d.links = 4; /* as it is on disk: everything works again */
+	ck_assert_int_eq(ordfs_rmdir(t.fs, a, "b"), 0);
+	ck_assert_uint_eq(a->d.links, 3);
+	inode_put(t.fs, a);
+	inode_put(t.fs, b);
+	inode_put(t.fs, c);
+	inode_put(t.fs, e);
+	inode_put(t.fs, root);
+	tfs_unmount_and_check(&t);
+}
+END_TEST
+
 START_TEST(test_hard_links)
 {
 	struct test_fs t;
@@ -231,6 +266,7 @@ static Suite *namei_suite(void)
 	tcase_add_test(tc, test_device_nodes);
 	tcase_add_test(tc, test_rename_flags);
 	tcase_add_test(tc, test_setgid_directory_and_name_limits);
+	tcase_add_test(tc, test_subdir_link_too_low_is_euclean);
 	suite_add_tcase(s, tc);
 	return s;
 }
