@@ -16,6 +16,7 @@
  *                 inode-bitmap, inode, extent, dir, xattr, journal-super,
  *                 journal-block, owner, loop)
  *   --replay SEED one case, everything it did and the daemon's log shown
+ *   --save PATH   with --replay: the mutated image written to PATH too
  *   --stop-at-first-match TEXT  stop at the first failure whose line
  *                 contains TEXT and print the cases and seconds it took
  *                 (the controls of README.md)
@@ -31,6 +32,7 @@
  * so `--replay SEED` repeats it; nothing is written outside a temporary
  * directory that is removed at the end.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
@@ -46,7 +48,7 @@
 #include "hostile.h"
 
 #define WALK_TIMEOUT 20   /* seconds per walk (a walk takes ~0.1 s; ASan ~1 s) */
-#define FSCK_TIMEOUT 10   /* seconds per fsck run (~0.02 s each) */
+#define FSCK_TIMEOUT 5    /* seconds per fsck run (~0.03 s each; ASan ~0.3 s) */
 
 enum outcome {
 	OUT_PASS,
@@ -81,6 +83,7 @@ static const char *fsck_path;
 static char tmpdir[64];
 static struct h_image bases[H_BASES];
 static bool replay_mode;
+static const char *save_path; /* --save: the mutated image of --replay */
 
 /* ---- running things with a timeout ---------------------------------------- */
 
@@ -251,7 +254,11 @@ static bool fsck_pair(struct record *rec, const char *image, const char *which,
 			goto second;
 	}
 	if (rc >= 4) {
-		pick_line(out, NULL, line, sizeof(line));
+		pick_line(out, "problem ", line, sizeof(line));
+		if (!line[0])
+			pick_line(out, "fsck.ordfs: ", line, sizeof(line));
+		if (!line[0])
+			pick_line(out, NULL, line, sizeof(line));
 		rec->outcome = OUT_FSCK_GAVE_UP;
 		snprintf(rec->what, sizeof(rec->what), "fsck -fy on the %s image exit %d: %s", which,
 			 rc, line);
@@ -276,36 +283,26 @@ second:
 	return true;
 }
 
-/* A fatal signal in the walk: one line naming where (the daemon's own
- * aborts, "reference underflow" among them, print nothing), then the
+/* A fatal signal in the walk: one line with the return addresses in this
+ * program (offsets from its load address), which the parent names with
+ * addr2line (the daemon's own aborts, "reference underflow" among them,
+ * print nothing, and static functions have no dynamic symbol); then the
  * signal's default action, so the parent sees it. */
 static void on_fatal_signal(int sig)
 {
-	void *frames[16];
-	int n = backtrace(frames, 16);
-	char **names = backtrace_symbols(frames, n);
+	void *frames[24];
+	int n = backtrace(frames, 24);
+	Dl_info self;
 	char line[512];
-	int at = snprintf(line, sizeof(line), "hostile: %s in", sig == SIGABRT ? "SIGABRT" : "signal");
-	int shown = 0;
-	for (int i = 0; names && i < n && shown < 3; i++) {
-		const char *l = strchr(names[i], '('), *e = l ? strchr(l, '+') : NULL;
-		if (!l || !e || e == l + 1)
-			continue;
-		int len = (int)(e - l - 1);
-		static const char *const skip[] = { "on_fatal_signal", "abort", "raise", "gsignal",
-						    "__pthread_kill_implementation", "pthread_kill",
-						    "__GI_abort", "__GI_raise", "ordfs_assert_fail" };
-		bool skipped = false;
-		for (unsigned k = 0; k < sizeof(skip) / sizeof(skip[0]); k++)
-			if ((int)strlen(skip[k]) == len && strncmp(l + 1, skip[k], (size_t)len) == 0)
-				skipped = true;
-		if (skipped)
-			continue;
-		at += snprintf(line + at, sizeof(line) - (size_t)at, "%s %.*s", shown ? " <-" : "",
-			       len, l + 1);
-		shown++;
-		if (at >= (int)sizeof(line) - 80)
-			break;
+	int at = snprintf(line, sizeof(line), "hostile: signal %d at", sig);
+	if (dladdr((void *)on_fatal_signal, &self)) {
+		for (int i = 1; i < n && at < (int)sizeof(line) - 24; i++) {
+			Dl_info d;
+			if (!dladdr(frames[i], &d) || d.dli_fbase != self.dli_fbase)
+				continue;
+			at += snprintf(line + at, sizeof(line) - (size_t)at, " %lx",
+				       (unsigned long)((char *)frames[i] - (char *)self.dli_fbase - 1));
+		}
 	}
 	snprintf(line + at, sizeof(line) - (size_t)at, "\n");
 	if (write(2, line, strlen(line)) < 0) {
@@ -313,6 +310,44 @@ static void on_fatal_signal(int sig)
 	}
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+/* "hostile: signal N at OFF..." named: the first three frames of ordfs's
+ * own code, "f (file:line) <- g <- h". */
+static void name_frames(const char *logline, char *out, size_t len)
+{
+	out[0] = 0;
+	const char *p = strstr(logline, " at ");
+	if (!p)
+		return;
+	char cmd[1024];
+	int at = snprintf(cmd, sizeof(cmd), "addr2line -f -s -e /proc/%d/exe %s 2>/dev/null",
+			  (int)getpid(), p + 4);
+	if (at >= (int)sizeof(cmd))
+		return;
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return;
+	char fn[256], loc[256];
+	int shown = 0;
+	size_t o = 0;
+	while (shown < 3 && fgets(fn, sizeof(fn), f) && fgets(loc, sizeof(loc), f)) {
+		fn[strcspn(fn, "\n")] = 0;
+		loc[strcspn(loc, "\n")] = 0;
+		if (strcmp(fn, "on_fatal_signal") == 0 || strcmp(fn, "??") == 0)
+			continue;
+		char *dot = strchr(fn, '.'); /* inode_put_flags.cold */
+		if (dot)
+			*dot = 0;
+		char *paren = strchr(loc, ' ');
+		if (paren)
+			*paren = 0;
+		o += (size_t)snprintf(out + o, len - o, shown ? " <- %s" : "%s (%s)", fn, loc);
+		if (o >= len)
+			break;
+		shown++;
+	}
+	pclose(f);
 }
 
 /* ---- one case ------------------------------------------------------------------- */
@@ -350,6 +385,8 @@ static void run_case(uint64_t seed, int want, struct record *rec)
 	snprintf(wpath, sizeof(wpath), "%s/walked.%d.img", tmpdir, me);
 	snprintf(epath, sizeof(epath), "%s/walk.%d.log", tmpdir, me);
 	snprintf(rpath, sizeof(rpath), "%s/walk.%d.res", tmpdir, me);
+	if (save_path && write_image(save_path, img, b->size) == 0)
+		printf("mutated image saved as %s\n", save_path);
 	if (write_image(mpath, img, b->size) != 0) {
 		rec->outcome = OUT_HARNESS;
 		snprintf(rec->what, sizeof(rec->what), "cannot write %s", mpath);
@@ -400,13 +437,25 @@ static void run_case(uint64_t seed, int want, struct record *rec)
 			 WALK_TIMEOUT, line);
 		return;
 	}
+	char oracle[400];
+	pick_line(log, "hostile: oracle: ", oracle, sizeof(oracle));
+	if (oracle[0] && WIFSIGNALED(status)) {
+		/* the oracle saw it first; the crash followed from it */
+		rec->outcome = OUT_ORACLE;
+		snprintf(rec->what, sizeof(rec->what), "%s (then the walk died of signal %d)",
+			 oracle + strlen("hostile: oracle: "), WTERMSIG(status));
+		return;
+	}
 	if (WIFSIGNALED(status)) {
 		/* the daemon's last words before the abort */
 		pick_line(log, "lock order", line, sizeof(line));
 		if (!line[0])
 			pick_line(log, "internal error", line, sizeof(line));
-		if (!line[0])
-			pick_line(log, "hostile: ", line, sizeof(line));
+		if (!line[0]) {
+			char raw[300];
+			pick_line(log, "hostile: signal", raw, sizeof(raw));
+			name_frames(raw, line, sizeof(line));
+		}
 		if (!line[0])
 			pick_line(log, NULL, line, sizeof(line));
 		rec->outcome = OUT_CRASH;
@@ -453,24 +502,43 @@ static struct sig sigs[512];
 static unsigned nsigs;
 static unsigned per_struct[HS_COUNT][OUT_KINDS];
 
-/* The failure with its numbers taken out, so one bug is one signature. */
+/* The failure with its numbers taken out (decimal and hex tokens, the
+ * temporary directory), so one bug is one signature. */
 static void signature(const struct record *r, char *out, size_t len)
 {
 	char tmp[700];
 	snprintf(tmp, sizeof(tmp), "%s %s: %s", h_struct_name(r->st), outcome_names[r->outcome],
 		 r->what);
 	size_t o = 0;
-	bool in_num = false;
-	for (const char *p = tmp; *p && o + 1 < len; p++) {
-		bool d = (*p >= '0' && *p <= '9') || (in_num && ((*p >= 'a' && *p <= 'f') || *p == 'x'));
-		if (d) {
-			if (!in_num)
-				out[o++] = '#';
-			in_num = true;
+	const char *p = tmp;
+	while (*p && o + 1 < len) {
+		if (strncmp(p, tmpdir, strlen(tmpdir)) == 0 && tmpdir[0]) {
+			p += strlen(tmpdir);
 			continue;
 		}
-		in_num = false;
-		out[o++] = *p;
+		if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) {
+			/* a token: hex letters and digits only, with a digit? */
+			size_t n = 0;
+			bool digit = false;
+			while ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f') ||
+			       (n == 1 && p[n] == 'x')) {
+				digit |= p[n] >= '0' && p[n] <= '9';
+				n++;
+			}
+			bool starts_word = p == tmp || !((p[-1] >= 'a' && p[-1] <= 'z') ||
+							 (p[-1] >= 'A' && p[-1] <= 'Z') || p[-1] == '_');
+			bool ends_word = !((p[n] >= 'g' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z') ||
+					   p[n] == '_');
+			if (digit && starts_word && ends_word) {
+				out[o++] = '#';
+				p += n;
+				continue;
+			}
+			while (n-- && o + 1 < len)
+				out[o++] = *p++;
+			continue;
+		}
+		out[o++] = *p++;
 	}
 	out[o] = 0;
 }
@@ -599,7 +667,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--replay") == 0) {
 			replay = true;
 			replay_seed = strtoull(v, NULL, 10);
-		} else if (strcmp(a, "--stop-at-first-match") == 0)
+		} else if (strcmp(a, "--save") == 0)
+			save_path = v;
+		else if (strcmp(a, "--stop-at-first-match") == 0)
 			stop_match = v;
 		else {
 			fprintf(stderr, "hostile: unknown option %s\n", a);

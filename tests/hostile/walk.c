@@ -90,6 +90,10 @@ static void fail(struct walk *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(w->r->failure, sizeof(w->r->failure), fmt, ap);
 	va_end(ap);
+	/* at once: the walk may not live to report it (a later FORGET of an
+	 * overwritten inode aborts) */
+	fprintf(stderr, "hostile: oracle: %s\n", w->r->failure);
+	fflush(stderr);
 }
 
 static bool stopped(const struct walk *w)
