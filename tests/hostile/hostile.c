@@ -62,6 +62,7 @@ enum outcome {
 	OUT_FSCK_GAVE_UP,      /* -fy exit 4 or 8 */
 	OUT_FSCK_NOT_CONVERGED, /* -fn after -fy not clean */
 	OUT_HARNESS,
+	OUT_FSCK_MISSED, /* the daemon answered EUCLEAN, fsck -fn says clean */
 	OUT_XLINK,       /* passed: a file changed only because the damage
 			    cross-linked it with one the walk wrote (a block
 			    claimed twice before the walk: what only a full
@@ -72,7 +73,7 @@ enum outcome {
 static const char *const outcome_names[OUT_KINDS] = {
 	"pass", "skip", "crash", "hang", "sanitizer", "overwrite-or-unmountable",
 	"fsck-crash", "fsck-hang", "fsck-gave-up", "fsck-not-converged", "harness",
-	"pass-crosslinked",
+	"fsck-missed", "pass-crosslinked",
 };
 
 static bool is_failure(unsigned o)
@@ -422,8 +423,8 @@ static void run_case(uint64_t seed, int want, struct record *rec)
 		FILE *f = fopen(rpath, "we");
 		if (!f)
 			_exit(3);
-		fprintf(f, "%d %d %u %u\n%s\n", r.mounted, r.readonly, r.requests, r.euclean,
-			r.failure);
+		fprintf(f, "%d %d %u %u\n%s\n%s\n", r.mounted, r.readonly, r.requests, r.euclean,
+			r.failure, r.first_euclean);
 		fclose(f);
 		_exit(0);
 	}
@@ -499,6 +500,22 @@ static void run_case(uint64_t seed, int want, struct record *rec)
 	if (replay_mode)
 		printf("walk: mounted %d read-only %d, %u requests, %u EUCLEAN/EIO replies\n",
 		       mounted, ro, rec->requests, rec->euclean);
+	/* fsck finds what the daemon refused: -fn on the damage as found */
+	const char *fe = fl ? strchr(fl + 1, '\n') : NULL;
+	char first_euclean[64] = "";
+	if (fe && fe[1] && fe[1] != '\n')
+		snprintf(first_euclean, sizeof(first_euclean), "%.*s", (int)strcspn(fe + 1, "\n"),
+			 fe + 1);
+	if (first_euclean[0]) {
+		static char out[16384];
+		int rc = run_fsck("-fn", mpath, out, sizeof(out));
+		if (rc == 0) {
+			rec->outcome = OUT_FSCK_MISSED;
+			snprintf(rec->what, sizeof(rec->what), "the daemon answered EUCLEAN (first: "
+				 "%s) but fsck -fn finds the damaged image clean", first_euclean);
+			return;
+		}
+	}
 	/* fsck on the damage as found, and on what the walk left */
 	if (!fsck_pair(rec, mpath, "mutated", rec->mounted ? 0 : b->sb.block_count - 1))
 		return;

@@ -102,6 +102,7 @@ struct h_walk_result {
 	char failure[512];  /* empty: the oracle found nothing */
 	unsigned requests;  /* sent */
 	unsigned euclean;   /* replies EUCLEAN or EIO */
+	char first_euclean[64]; /* the first request answered EUCLEAN: "READLINK node 87" */
 	bool mounted;       /* the mount was accepted */
 	bool readonly;      /* mounted read-only (the image recorded an error) */
 };

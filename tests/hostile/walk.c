@@ -102,6 +102,35 @@ static bool stopped(const struct walk *w)
 	return fatal_seen != 0;
 }
 
+static const char *op_name(uint32_t op)
+{
+	switch (op) {
+	case FUSE_LOOKUP: return "LOOKUP";
+	case FUSE_GETATTR: return "GETATTR";
+	case FUSE_SETATTR: return "SETATTR";
+	case FUSE_READLINK: return "READLINK";
+	case FUSE_MKDIR: return "MKDIR";
+	case FUSE_UNLINK: return "UNLINK";
+	case FUSE_RMDIR: return "RMDIR";
+	case FUSE_RENAME: return "RENAME";
+	case FUSE_OPEN: return "OPEN";
+	case FUSE_READ: return "READ";
+	case FUSE_WRITE: return "WRITE";
+	case FUSE_STATFS: return "STATFS";
+	case FUSE_RELEASE: return "RELEASE";
+	case FUSE_FSYNC: return "FSYNC";
+	case FUSE_SETXATTR: return "SETXATTR";
+	case FUSE_GETXATTR: return "GETXATTR";
+	case FUSE_LISTXATTR: return "LISTXATTR";
+	case FUSE_OPENDIR: return "OPENDIR";
+	case FUSE_READDIRPLUS: return "READDIRPLUS";
+	case FUSE_RELEASEDIR: return "RELEASEDIR";
+	case FUSE_FSYNCDIR: return "FSYNCDIR";
+	case FUSE_CREATE: return "CREATE";
+	default: return "op";
+	}
+}
+
 static int req(struct walk *w, uint32_t op, uint64_t node, const void *a, size_t alen,
 	       const void *b, size_t blen, const void *c, size_t clen, const uint8_t **out,
 	       size_t *out_len)
@@ -112,6 +141,9 @@ static int req(struct walk *w, uint32_t op, uint64_t node, const void *a, size_t
 	w->r->requests++;
 	if (err == -EUCLEAN || err == -EIO)
 		w->r->euclean++;
+	if (err == -EUCLEAN && !w->r->first_euclean[0])
+		snprintf(w->r->first_euclean, sizeof(w->r->first_euclean), "%s node %llu",
+			 op_name(op), (unsigned long long)node);
 	if (out) {
 		*out = o;
 		*out_len = ol;
