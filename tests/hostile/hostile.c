@@ -163,10 +163,30 @@ static bool sanitizer_line(const char *text, char *out, size_t len)
 	static const char *const marks[] = { "ERROR: AddressSanitizer", "runtime error:",
 					     "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer" };
 	for (unsigned i = 0; i < 4; i++) {
-		if (strstr(text, marks[i])) {
-			pick_line(text, marks[i], out, len);
-			return true;
+		const char *at = strstr(text, marks[i]);
+		if (!at) {
+			continue;
 		}
+		pick_line(text, marks[i], out, len);
+		/* and where: the first frame of ordfs's own ("#1 0x... in f file:line") */
+		for (const char *f = strstr(at, "    #"); f; f = strstr(f + 1, "    #")) {
+			const char *in = strstr(f, " in "), *nl = strchr(f, '\n');
+			if (!in || (nl && in > nl))
+				continue;
+			if (strncmp(in, " in __", 6) == 0 || strncmp(in, " in abort", 9) == 0 ||
+			    strncmp(in, " in raise", 9) == 0 || strncmp(in, " in malloc", 10) == 0 ||
+			    strncmp(in, " in free", 8) == 0 || strncmp(in, " in calloc", 10) == 0)
+				continue;
+			const char *slash = nl ? (const char *)memrchr(in, '/', (size_t)(nl - in)) : NULL;
+			size_t l = strlen(out);
+			int fl = (int)((nl ? nl : in + strlen(in)) - in);
+			const char *fn_end = memchr(in + 4, ' ', (size_t)fl - 4);
+			snprintf(out + l, len - l, " (in %.*s%s%.*s)",
+				 (int)((fn_end ? fn_end : in + fl) - (in + 4)), in + 4, slash ? " " : "",
+				 slash ? (int)(nl - slash - 1) : 0, slash ? slash + 1 : "");
+			break;
+		}
+		return true;
 	}
 	return false;
 }
@@ -480,6 +500,8 @@ static void run_case(uint64_t seed, int want, struct record *rec)
 		snprintf(rec->what, sizeof(rec->what), "walk child exit status 0x%x", status);
 		return;
 	}
+	if (replay_mode)
+		printf("--- walk result: %s", res);
 	int mounted = 0, ro = 0;
 	sscanf(res, "%d %d %u %u", &mounted, &ro, &rec->requests, &rec->euclean);
 	rec->mounted = mounted != 0;
