@@ -17,6 +17,7 @@
  *                 journal-block, owner, loop)
  *   --replay SEED one case, everything it did and the daemon's log shown
  *   --save PATH   with --replay: the mutated image written to PATH too
+ *   --verbose     a line for every case, passed ones too (PASS seed=...)
  *   --stop-at-first-match TEXT  stop at the first failure whose line
  *                 contains TEXT and print the cases and seconds it took
  *                 (the controls of README.md)
@@ -95,6 +96,7 @@ static char tmpdir[64];
 static struct h_image bases[H_BASES];
 static bool replay_mode;
 static const char *save_path; /* --save: the mutated image of --replay */
+static bool verbose;          /* --verbose: a line for every case */
 
 /* ---- running things with a timeout ---------------------------------------- */
 
@@ -612,6 +614,11 @@ static void signature(const struct record *r, char *out, size_t len)
 static void account(const struct record *r, bool print)
 {
 	per_struct[r->st][r->outcome]++;
+	if (verbose && !is_failure(r->outcome))
+		printf("%s seed=%llu struct=%s base=%s mutation='%s' requests=%u euclean=%u%s\n",
+		       r->outcome == OUT_SKIP ? "SKIP" : "PASS", (unsigned long long)r->seed,
+		       h_struct_name(r->st), r->base == H_BASE_LIVE ? "live" : "clean", r->mutation,
+		       r->requests, r->euclean, r->mounted ? "" : " (mount refused)");
 	if (!is_failure(r->outcome))
 		return;
 	if (print)
@@ -702,8 +709,8 @@ int main(int argc, char **argv)
 	uint64_t replay_seed = 0;
 	if (argc < 2) {
 		fprintf(stderr, "usage: hostile FSCK [--count N] [--first SEED] [--long N] "
-			"[--seconds S] [--jobs J] [--struct NAME] [--replay SEED] [--quiet] "
-			"[--stop-at-first-match TEXT]\n");
+			"[--seconds S] [--jobs J] [--struct NAME] [--replay SEED [--save PATH]] "
+			"[--quiet] [--verbose] [--stop-at-first-match TEXT]\n");
 		return 2;
 	}
 	fsck_path = argv[1];
@@ -713,6 +720,10 @@ int main(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "--quiet") == 0) {
 			quiet = true;
+			continue;
+		}
+		if (strcmp(a, "--verbose") == 0) {
+			verbose = true;
 			continue;
 		}
 		if (!v) {
