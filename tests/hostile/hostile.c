@@ -18,6 +18,8 @@
  *   --replay SEED one case, everything it did and the daemon's log shown
  *   --save PATH   with --replay: the mutated image written to PATH too
  *   --verbose     a line for every case, passed ones too (PASS seed=...)
+ *   --undamaged   no mutation: the base images as built (odd seeds the live
+ *                 one), which must pass: the harness's own control
  *   --stop-at-first-match TEXT  stop at the first failure whose line
  *                 contains TEXT and print the cases and seconds it took
  *                 (the controls of README.md)
@@ -48,6 +50,7 @@
 
 #include "hostile.h"
 
+#define WANT_NONE (-2) /* --undamaged: the base images as built */
 #define WALK_TIMEOUT 20   /* seconds per walk (a walk takes ~0.1 s; ASan ~1 s) */
 #define FSCK_TIMEOUT 5    /* seconds per fsck run (~0.03 s each; ASan ~0.3 s) */
 
@@ -389,9 +392,14 @@ static void run_case(uint64_t seed, int want, struct record *rec)
 {
 	memset(rec, 0, sizeof(*rec));
 	rec->seed = seed;
+	bool undamaged = want == WANT_NONE;
 	enum h_struct st = want >= 0 ? (enum h_struct)want : (enum h_struct)(seed % HS_COUNT);
 	enum h_base base = st == HS_JBLOCK || (seed / HS_COUNT) % 3 == 0 ? H_BASE_LIVE
 									     : H_BASE_CLEAN;
+	if (undamaged) {
+		st = HS_SUPER; /* counted there */
+		base = seed % 2 ? H_BASE_LIVE : H_BASE_CLEAN;
+	}
 	rec->st = (uint8_t)st;
 	rec->base = (uint8_t)base;
 	const struct h_image *b = &bases[base];
@@ -403,8 +411,11 @@ static void run_case(uint64_t seed, int want, struct record *rec)
 	}
 	memcpy(img, b->bytes, b->size);
 	enum h_struct got;
-	if (h_mutate(img, b->size, &b->sb, seed, st, &got, rec->mutation,
-		     sizeof(rec->mutation)) != 0) {
+	if (undamaged)
+		snprintf(rec->mutation, sizeof(rec->mutation), "none (the %s base image as built)",
+			 base == H_BASE_LIVE ? "live" : "clean");
+	else if (h_mutate(img, b->size, &b->sb, seed, st, &got, rec->mutation,
+			  sizeof(rec->mutation)) != 0) {
 		rec->outcome = OUT_SKIP;
 		free(img);
 		return;
@@ -710,7 +721,7 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fprintf(stderr, "usage: hostile FSCK [--count N] [--first SEED] [--long N] "
 			"[--seconds S] [--jobs J] [--struct NAME] [--replay SEED [--save PATH]] "
-			"[--quiet] [--verbose] [--stop-at-first-match TEXT]\n");
+			"[--quiet] [--verbose] [--undamaged] [--stop-at-first-match TEXT]\n");
 		return 2;
 	}
 	fsck_path = argv[1];
@@ -724,6 +735,10 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--verbose") == 0) {
 			verbose = true;
+			continue;
+		}
+		if (strcmp(a, "--undamaged") == 0) {
+			want = WANT_NONE;
 			continue;
 		}
 		if (!v) {
