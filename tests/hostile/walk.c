@@ -501,6 +501,12 @@ static void write_phase(struct walk *w)
 				struct fuse_rename_in r3 = { .newdir = a.nodeid };
 				req(w, FUSE_RENAME, FUSE_ROOT_ID, &r3, sizeof(r3), "d2", 3, "d2-in",
 				    6, NULL, NULL);
+				/* "a" under the last directory the walk reached (its own
+				 * subtree, unless damage says otherwise): the '..' walk
+				 * of rename must end, whatever the '..' fields say */
+				struct fuse_rename_in r4 = { .newdir = w->dirs[w->ndirs - 1] };
+				req(w, FUSE_RENAME, FUSE_ROOT_ID, &r4, sizeof(r4), "a", 2, "a-under",
+				    8, NULL, NULL);
 			}
 		}
 	}
