@@ -16,7 +16,8 @@
  *                 inode-bitmap, inode, extent, dir, xattr, journal-super,
  *                 journal-block, owner, loop)
  *   --replay SEED one case, everything it did and the daemon's log shown
- *   --save PATH   with --replay: the mutated image written to PATH too
+ *   --save PATH   with --replay: the mutated image written to PATH too, the
+ *                 image the walk left to PATH.walked
  *   --verbose     a line for every case, passed ones too (PASS seed=...)
  *   --undamaged   no mutation: the base images as built (odd seeds the live
  *                 one), which must pass: the harness's own control
@@ -453,6 +454,12 @@ static void run_case(uint64_t seed, int want, struct record *rec)
 		h_walk(img, b->size, &r);
 		if (write_image(wpath, img, b->size) != 0)
 			_exit(3);
+		if (save_path) {
+			char sp[600];
+			snprintf(sp, sizeof(sp), "%s.walked", save_path);
+			if (write_image(sp, img, b->size) == 0)
+				printf("the image the walk left saved as %s\n", sp);
+		}
 		FILE *f = fopen(rpath, "we");
 		if (!f)
 			_exit(3);
