@@ -112,4 +112,11 @@ struct h_walk_result {
  * walk read and did not touch.  The image bytes are updated in place. */
 void h_walk(uint8_t *img, size_t size, struct h_walk_result *r);
 
+/* Mounts the image in memory as the walk does and runs the online scrub
+ * (check/scrub.h) before anything is written: how many block problems
+ * it reports (a block mapped twice, or mapped and marked free), or a
+ * negative errno when the image does not mount.  img is changed (the
+ * mount's own writes). */
+int h_scrub_block_problems(uint8_t *img, size_t size);
+
 #endif

@@ -40,6 +40,7 @@
 #include "journal/journal.h"
 #include "ops.h"
 #include "super/super.h"
+#include "check/scrub.h"
 
 #define MAX_NODES 600
 #define MAX_FILES 200
@@ -700,4 +701,37 @@ void h_walk(uint8_t *img, size_t size, struct h_walk_result *r)
 		verify(&w, img, size);
 	(void)uerr;
 	free(w.buf);
+}
+
+/* ---- the scrub's view of a damaged image ---------------------------------- */
+
+static void count_block_problem(void *ctx, enum check_problem code, const char *msg)
+{
+	(void)msg;
+	if (code == CHK_BLOCK_BITMAP || code == CHK_BLOCK_DUP)
+		(*(unsigned *)ctx)++;
+}
+
+int h_scrub_block_problems(uint8_t *img, size_t size)
+{
+	struct blockdev *bd;
+	if (blockdev_mem_from(img, size, &bd))
+		return -ENOMEM;
+	char why[256];
+	bool ro = false;
+	static struct daemon_ctx dc;
+	memset(&dc, 0, sizeof(dc));
+	int err = daemon_precheck(bd, &ro, why, sizeof(why));
+	if (!err)
+		err = mount_fs(bd, ro, &dc, why, sizeof(why));
+	if (err) {
+		blockdev_destroy(bd);
+		return err;
+	}
+	unsigned found = 0;
+	struct scrub_result res = { .report = count_block_problem, .ctx = &found };
+	err = ordfs_scrub(dc.fs, &res);
+	(void)ordfs_unmount(dc.fs);
+	blockdev_destroy(bd);
+	return err ? err : (int)found;
 }
