@@ -131,6 +131,28 @@ const char *check_pass_name(unsigned pass)
 	return pass <= CHECK_PASSES ? names[pass] : "";
 }
 
+bool root_slot_unusable(struct blockdev *bd)
+{
+	struct ordfs_super sb;
+	const char *why;
+	if (ordfs_read_super(bd, false, &sb, &why) != 0)
+		return false; /* the superblock is what is wrong */
+	uint64_t blockno;
+	uint32_t off;
+	ordfs_inode_location(&sb, ORDFS_ROOT_INO, &blockno, &off);
+	uint32_t bs = ordfs_block_size(&sb);
+	uint8_t *blk = malloc(bs);
+	if (!blk || blockdev_read(bd, blk, bs, blockno * bs) != 0) {
+		free(blk);
+		return false;
+	}
+	struct ordfs_inode d;
+	uint32_t unknown;
+	int err = ordfs_inode_decode_check(blk + off, ORDFS_ROOT_INO, sb.csum_seed, &d, &unknown);
+	free(blk);
+	return err != 0 || !S_ISDIR(d.mode);
+}
+
 int ordfs_check(struct blockdev *bd, struct check_result *res)
 {
 	struct ordfs_options opts;
@@ -150,7 +172,10 @@ int ordfs_check(struct blockdev *bd, struct check_result *res)
 	if (err) {
 		struct checker c0 = { .res = res, .fx = res->findings };
 		problem(&c0, err == -EROFS ? CHK_JOURNAL_NOT_EMPTY : CHK_SUPER, "%s", why);
-		fx_unfixable(&c0);
+		if (err == -EUCLEAN && c0.fx && root_slot_unusable(bd))
+			c0.fx->root_unusable = true;
+		else
+			fx_unfixable(&c0);
 		return 0;
 	}
 

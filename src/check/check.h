@@ -108,6 +108,10 @@ struct check_findings {
 				     ORDFS_FEATURE_RO_COMPAT_FILE_FLAGS */
 	uint8_t *blocks_found;  /* bit per block in use (metadata included) */
 	uint8_t *inodes_found;  /* bit per inode in use (bit i = inode i + 1) */
+	/* stage R, raw: the root inode's slot is unreadable, free, or no
+	 * directory (the mount refused it): a new, empty root replaces it,
+	 * and what the old one named goes to /lost+found (e2fsck) */
+	bool root_unusable;
 	/* problems no stage handles */
 	uint32_t unfixable;
 };

@@ -83,6 +83,9 @@ struct bitmap_cursor {
 bool bitmap_cursor_bit(struct checker *c, struct bitmap_cursor *bc, uint64_t i);
 void bitmap_cursor_done(struct checker *c, struct bitmap_cursor *bc);
 
+/* Is the root inode's slot on bd unreadable, free or no directory (the
+ * superblock itself reads)?  Read from the device, not through a mount. */
+bool root_slot_unusable(struct blockdev *bd);
 /* Counts and reports one problem (printf-style message). */
 void problem(struct checker *c, enum check_problem code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

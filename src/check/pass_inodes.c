@@ -197,7 +197,9 @@ void pass_inodes(struct checker *c)
 		}
 		if (err == -EUCLEAN) {
 			problem(c, CHK_INODE_CORRUPT, "inode %u is corrupt", ino);
-			if (ino == ORDFS_ROOT_INO || ino == 1)
+			/* cleared (reserved inode 1's slot is all zeros anyway);
+			 * a root the mount could not read is stage R's */
+			if (ino == ORDFS_ROOT_INO)
 				fx_unfixable(c);
 			else
 				FX_PUSH(c, c->fx->clear_inodes, ino);

@@ -272,6 +272,41 @@ static int rewrite_journal_super(struct blockdev *bd, const struct ordfs_super *
 	return err;
 }
 
+/* R: a new, empty root directory in inode 2's slot (raw write), as mkfs
+ * makes it: mode 0755, root's, two links, no blocks.  The old root's
+ * blocks are found unclaimed and freed by the bitmap stage, and every
+ * inode it named is found unreachable and adopted into /lost+found,
+ * which the names stage makes under the new root. */
+static int stage_new_root(struct blockdev *bd, const struct ordfs_super *sb, uint32_t *fixes)
+{
+	uint64_t blockno;
+	uint32_t off;
+	ordfs_inode_location(sb, ORDFS_ROOT_INO, &blockno, &off);
+	uint32_t bs = ordfs_block_size(sb);
+	uint8_t *blk = malloc(bs);
+	if (!blk)
+		return -ENOMEM;
+	int err = blockdev_read(bd, blk, bs, blockno * bs);
+	if (!err) {
+		struct ordfs_inode root;
+		memset(&root, 0, sizeof(root));
+		root.mode = S_IFDIR | 0755;
+		root.links = 2;
+		root.parent = ORDFS_ROOT_INO;
+		root.atime = ordfs_now();
+		root.mtime = root.ctime = root.crtime = root.atime;
+		ordfs_extent_root_init(root.data);
+		ordfs_inode_encode(&root, ORDFS_ROOT_INO, sb->csum_seed, blk + off);
+		err = blockdev_write(bd, blk, bs, blockno * bs);
+	}
+	if (!err)
+		err = blockdev_flush(bd);
+	free(blk);
+	if (!err)
+		++*fixes;
+	return err;
+}
+
 static int stage_bitmaps(struct blockdev *bd, const struct check_findings *f, uint32_t *fixes)
 {
 	struct ordfs_super sb;
@@ -651,6 +686,8 @@ int ordfs_repair(struct blockdev *bd, unsigned flags,
 		uint32_t before = out->fixes;
 		if (err)
 			;
+		else if (f.root_unusable) /* loses the old root's names: not -p */
+			err = preen ? 0 : stage_new_root(bd, &sb, &out->fixes);
 		else if (f.clear_inodes.n || f.empty_inodes.n || f.clone_blocks.n ||
 			 f.strip_flags.n)
 			err = preen ? 0 : stage_inodes(bd, &sb, &f, &out->fixes);

@@ -38,7 +38,7 @@ static const char *const kind_names[] = {
 	"journal-seq-limit", "journal-live-limit", "journal-errno-min", "owner-held",
 	"dirent-type-dir",   "symlink-size",      "ibitmap-reserved",   "extent-far",
 	"inode-reserved",    "hash-seed",         "block-reserved",     "super-reserved",
-	"symlink-hole",      "ibitmap-free-all",  "bitmap-free-dir",
+	"symlink-hole",      "ibitmap-free-all",  "bitmap-free-dir",    "root-damaged",
 };
 
 /* one name per kind, in the enum's order (a merge that adds kinds on two
@@ -412,6 +412,16 @@ static int change_field(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_
 		le_put64(last, (1ull << 62) + below(&j->rng, 1000));
 		break;
 	}
+	case CORRUPT_ROOT_DAMAGED:
+		/* by seed: a regular file (valid checksum), or the
+		 * checksum broken */
+		if (below(&j->rng, 2) == 0) {
+			d.mode = S_IFREG | (d.mode & 07777);
+			break;
+		}
+		ordfs_inode_encode(&d, ino, j->sb.csum_seed, raw);
+		raw[ORDFS_INODE_SIZE - 1] ^= 0x5a;
+		return 0;
 	default: /* CORRUPT_DIR_PARENT */
 		d.parent = d.parent == ORDFS_ROOT_INO ? ino : ORDFS_ROOT_INO;
 		break;
@@ -1197,6 +1207,14 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 	case CORRUPT_SYMLINK_HOLE:
 		err = change_inode_slot(&j, &f.slow_links, kind, change_field, &f);
 		break;
+	case CORRUPT_ROOT_DAMAGED: {
+		struct targets root = { 0 };
+		err = push(&root, ORDFS_ROOT_INO);
+		if (!err)
+			err = change_inode_slot(&j, &root, kind, change_field, &f);
+		free(root.v);
+		break;
+	}
 	case CORRUPT_INODE_RESERVED:
 		err = change_inode_slot(&j, &f.inodes, kind, change_raw, &f);
 		break;

@@ -112,6 +112,8 @@ enum corrupt_kind {
 	CORRUPT_BITMAP_FREE_DIR,  /* a directory block other than the root's
 				     marked free in the block bitmap (valid
 				     checksum) */
+	CORRUPT_ROOT_DAMAGED,    /* the root inode: a regular file (valid
+				    checksum) or its checksum broken, by seed */
 	CORRUPT_KINDS
 };
 
