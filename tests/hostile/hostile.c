@@ -418,14 +418,14 @@ static int scrub_block_problems(const char *path, size_t size)
 }
 
 /* The structure seed damages: seed % HS_COUNT, except that the owner
- * record (a few fields; a held one costs each fsck run the owner
- * protocol's whole wait, 11 s) keeps one seed in ten of its share; the
- * rest go round the other structures. */
+ * record (a few fields; a held one costs fsck the owner protocol's whole
+ * wait, 11 s, on the damaged and on the walked image) keeps one seed in a
+ * hundred of its share; the rest go round the other structures. */
 static enum h_struct struct_of_seed(uint64_t seed)
 {
 	enum h_struct st = (enum h_struct)(seed % HS_COUNT);
 	uint64_t round = seed / HS_COUNT;
-	if (st != HS_OWNER || round % 10 == 0)
+	if (st != HS_OWNER || round % 100 == 0)
 		return st;
 	st = (enum h_struct)(round % (HS_COUNT - 1));
 	return st >= HS_OWNER ? (enum h_struct)(st + 1) : st;
@@ -844,7 +844,13 @@ int main(int argc, char **argv)
 	}
 	if (jobs < 1 || jobs > 16)
 		jobs = 1;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/hostile.XXXXXX");
+	/* The case images (4 MiB each, a few per worker) go to memory where
+	 * the machine has it: fsck flushes each one, and on a disk that is
+	 * the disk's latency, most of a case's time.  $TMPDIR first. */
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base || strlen(base) > 40)
+		base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	snprintf(tmpdir, sizeof(tmpdir), "%s/hostile.XXXXXX", base);
 	if (!mkdtemp(tmpdir)) {
 		fprintf(stderr, "hostile: cannot make a temporary directory\n");
 		return 2;
