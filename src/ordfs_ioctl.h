@@ -110,7 +110,7 @@ struct ordfs_grow {
 /* The online scrub (ordfsctl scrub, check/scrub.h): checks the mounted
  * filesystem's metadata and cross-references (bitmaps against extent
  * trees and inode slots, blocks mapped twice) while it stays in use, at
- * idle priority; what it finds is logged, recorded as the error state
+ * low priority; what it finds is logged, recorded as the error state
  * (the errors= policy applies; the next read-write mount asks for fsck)
  * and returned: the counts and the first lines.  CAP_SYS_ADMIN or the
  * mount's owner. */

@@ -493,7 +493,9 @@ static int root_dir_named(struct ordfs *fs, struct inode *root, const char *name
 }
 
 /* /lost+found with a reference, created if missing; if that name is
- * taken by something that is not a directory, /lost+found.fsck. */
+ * taken by something that is not a directory, or by a directory the
+ * lookup refuses (its '..' is not the root: a second name of a directory
+ * elsewhere, which a later round's '..' fix settles), /lost+found.fsck. */
 static int lost_and_found(struct ordfs *fs, struct inode **out)
 {
 	struct inode *root;
@@ -502,7 +504,7 @@ static int lost_and_found(struct ordfs *fs, struct inode **out)
 	if (err)
 		return err;
 	err = root_dir_named(fs, root, LOST_AND_FOUND, out);
-	if (err == -ENOTDIR)
+	if (err == -ENOTDIR || err == -EUCLEAN)
 		err = root_dir_named(fs, root, LOST_AND_FOUND ".fsck", out);
 	if (err)
 		*out = NULL;

@@ -112,20 +112,26 @@ static void give_way(void)
 
 enum slot_state { SLOT_OK, SLOT_CORRUPT, SLOT_USED_UNMARKED, SLOT_MARKED_EMPTY };
 
-/* The state of inode ino's slot; *used: it holds an inode. */
+/* The state of inode ino's slot against its bitmap bit; *used: it holds
+ * an inode.  Read through the inode cache (inode_get), never from the
+ * table buffer directly: a cached inode is rewritten in its slot under
+ * its raw_lock, so a bare read could see it half written, while the
+ * cache hands out its copy, or reads an uncached slot as its only reader
+ * (DESIGN.md, "Locking": the cache hands out only whole inodes). */
 static enum slot_state slot_state(struct scrubber *s, uint32_t ino, bool *used)
 {
-	struct ordfs_inode d;
-	uint32_t unknown;
-	int err = inode_read_for_check(s->fs, ino, &d, &unknown);
+	*used = false;
+	if (ino == 1) /* reserved: marked, its slot never read */
+		return alloc_inode_in_use(s->fs->alloc, ino) ? SLOT_OK : SLOT_MARKED_EMPTY;
+	struct inode *inode;
+	int err = inode_get(s->fs, ino, &inode);
 	bool marked = alloc_inode_in_use(s->fs->alloc, ino);
-	*used = err == 0;
-	if (err == -EUCLEAN || (!err && unknown))
-		return SLOT_CORRUPT;
-	if (err && err != -ENOENT)
-		return SLOT_CORRUPT; /* unreadable: the image's block */
-	if (ino == 1) /* reserved: marked, and its slot is never written */
-		return marked ? SLOT_OK : SLOT_MARKED_EMPTY;
+	if (!err) {
+		*used = inode->d.mode != 0;
+		inode_put(s->fs, inode);
+	} else if (err != -ENOENT) {
+		return SLOT_CORRUPT; /* damaged, or its block unreadable */
+	}
 	if (*used && !marked)
 		return SLOT_USED_UNMARKED;
 	if (!*used && marked)
@@ -140,7 +146,7 @@ static void pass_slots(struct scrubber *s)
 		enum slot_state st = slot_state(s, ino, &used);
 		if (st != SLOT_OK && u64vec_push(&s->ino_suspects, ino))
 			s->err = -ENOMEM;
-		if (st != SLOT_CORRUPT && used && ino != 1)
+		if (st != SLOT_CORRUPT && used)
 			bit_test_set(s->in_use, ino - 1);
 		if ((ino & 255) == 0)
 			give_way();
@@ -185,9 +191,12 @@ static void confirm_inode_suspects(struct scrubber *s)
  * suspect for pass 3). */
 static void claim(struct scrubber *s, uint64_t start, uint64_t len, const char *what)
 {
+	/* the size now: an online grow beside the scrub adds blocks, and
+	 * makes the old backup superblock's a data block */
 	const struct ordfs_super *sb = &s->fs->sb;
-	if (start < sb->data_start || start >= s->block_count - 1 ||
-	    len > s->block_count - 1 - start || ordfs_range_has_group_bitmap(sb, start, len)) {
+	uint64_t count = fs_block_count(s->fs);
+	if (start < sb->data_start || start >= count - 1 || len > count - 1 - start ||
+	    ordfs_range_has_group_bitmap(sb, start, len)) {
 		scrub_problem(s, CHK_BLOCK_RANGE, "inode %u: %s %llu+%llu outside the data area",
 			      s->cur_ino, what, (unsigned long long)start, (unsigned long long)len);
 		s->cur_bad = true;
@@ -200,9 +209,9 @@ static void claim(struct scrubber *s, uint64_t start, uint64_t len, const char *
 		scrub_problem(s, CHK_BLOCK_BITMAP,
 			      "inode %u maps %s block %llu, which the block bitmap says is free",
 			      s->cur_ino, what, (unsigned long long)unmarked);
-	for (uint64_t b = start; b < start + len; b++)
+	for (uint64_t b = start; b < start + len && b < s->block_count; b++)
 		if (bit_test_set(s->claimed, b) && u64vec_push(&s->dup_blocks, b))
-			s->err = -ENOMEM;
+			s->err = -ENOMEM; /* (blocks a grow added are not cross-checked) */
 }
 
 static int node_claim(void *ctx, uint64_t blockno, unsigned depth, int bad)
@@ -392,6 +401,8 @@ static uint32_t maps_now(struct scrubber *s, struct inode *inode, uint64_t b)
 	return s->hunt_hits;
 }
 
+#define CONFIRM_TRIES 1000 /* a millisecond apart */
+
 /* Block b was found in inodes a and b_ino (a <= b_ino): report it if both
  * map it with both locks held (one inode: twice in its tree). */
 static void confirm_cross_link(struct scrubber *s, uint64_t b, uint32_t a, uint32_t b_ino)
@@ -403,9 +414,23 @@ static void confirm_cross_link(struct scrubber *s, uint64_t b, uint32_t a, uint3
 		inode_put(s->fs, x);
 		return;
 	}
-	ordfs_rwlock_rdlock(&x->lock); /* ascending inode numbers */
-	if (y)
-		ordfs_rwlock_rdlock(&y->lock);
+	/* The two may be parent and child, whose order (parent first) their
+	 * numbers do not tell: the second lock is only tried, and on a miss
+	 * both go and the pair is tried again a little later. */
+	unsigned tries = 0;
+	for (;;) {
+		ordfs_rwlock_rdlock(&x->lock);
+		if (!y || ordfs_rwlock_tryrdlock(&y->lock))
+			break;
+		ordfs_rwlock_unlock(&x->lock);
+		if (++tries == CONFIRM_TRIES) { /* busy: the next scrub sees it */
+			inode_put(s->fs, y);
+			inode_put(s->fs, x);
+			return;
+		}
+		struct timespec nap = { 0, 1000000 };
+		nanosleep(&nap, NULL);
+	}
 	uint32_t in_x = maps_now(s, x, b);
 	uint32_t in_y = y ? maps_now(s, y, b) : 0;
 	if (y && in_x && in_y)

@@ -5,8 +5,9 @@
  *
  * Owns: what a scrub checks and how it tells a real contradiction from
  * the passing states of operations that run beside it:
- *   1. inode slots: each decodes (checksum, structure) or is zero; a slot
- *      in use is marked in the inode bitmap and a marked inode has a slot;
+ *   1. inode slots: each decodes (checksum, structure, a link count an
+ *      inode not on the orphan list must have) or is free; a slot in use
+ *      is marked in the inode bitmap and a marked inode has a slot;
  *   2. each inode in use, under its lock (shared): its extent tree and
  *      xattr block decode, every block it maps lies in the data area, is
  *      no metadata and is marked in the block bitmap; a directory's blocks
@@ -25,10 +26,13 @@
  *    bitmap bit) is read again, after the journal's running transaction
  *    has committed, and reported only if it is still there.
  *  - Locks as any operation takes them (DESIGN.md, "Locking"): one inode
- *    lock, or two in inode-number order; never a handle; the allocator's
- *    lock only under an inode lock, as writeback does.
+ *    lock, and a second only tried, never waited for (the two may be
+ *    parent and child, whose order their numbers do not give); never a
+ *    handle; the allocator's lock only under an inode lock, as writeback
+ *    does.  Inode slots are read through the inode cache, never from the
+ *    table buffer (a cached inode's slot is rewritten in place).
  *  - It gives way: between inodes it yields the CPU, so the requests
- *    beside it go first (the daemon also runs it at idle priority).
+ *    beside it go first (the daemon also runs it at low priority).
  */
 #ifndef ORDFS_SCRUB_H
 #define ORDFS_SCRUB_H

@@ -6,9 +6,12 @@
  *
  * Rules:
  *  - The scrub runs on a thread of its own, started for it at nice 19 and
- *    in the idle I/O class (ioprio_set, as ionice -c3), and joined before
- *    the reply: the request thread that waits for it keeps its priority
- *    (a user's daemon could not raise a lowered one back).
+ *    at the lowest best-effort I/O priority (ioprio_set, as ionice -c2
+ *    -n7), and joined before the reply: the request thread that waits for
+ *    it keeps its priority (a user's daemon could not raise a lowered one
+ *    back).  Not the idle class: the scrub reads bitmap blocks holding the
+ *    allocator's lock, and an idle-class read may wait for ever behind a
+ *    busy disk (BFQ), with every allocating writer queued behind it.
  *  - Every problem goes to the daemon's log (the scrub logs it); the
  *    reply holds the counts and the first ORDFS_SCRUB_LINES.
  */
@@ -28,7 +31,8 @@
 
 #define IOPRIO_WHO_PROCESS 1
 #define IOPRIO_CLASS_SHIFT 13
-#define IOPRIO_CLASS_IDLE 3
+#define IOPRIO_CLASS_BE 2
+#define IOPRIO_BE_LOWEST 7
 
 static void keep_line(void *ctx, enum check_problem code, const char *msg)
 {
@@ -51,7 +55,8 @@ static void *scrub_thread(void *arg)
 	struct scrub_run *run = arg;
 	pid_t tid = (pid_t)syscall(SYS_gettid);
 	(void)setpriority(PRIO_PROCESS, (id_t)tid, 19);
-	(void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, tid, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+	(void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, tid,
+		      IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT | IOPRIO_BE_LOWEST);
 	run->err = ordfs_scrub(run->fs, &run->res);
 	return NULL;
 }

@@ -129,6 +129,18 @@ static inline void ordfs_rwlock_wrlock(struct ordfs_rwlock *l)
 	pthread_rwlock_wrlock(&l->l);
 }
 
+/* Takes l shared if no writer holds or awaits it now: true, or false at
+ * once.  A try never waits, so it cannot close a cycle: it is how a lock
+ * may be taken where the order gives no rule (the scrub's second inode,
+ * which may be the first's parent or child). */
+static inline bool ordfs_rwlock_tryrdlock(struct ordfs_rwlock *l)
+{
+	if (pthread_rwlock_tryrdlock(&l->l) != 0)
+		return false;
+	lock_order_acquire(l, l->level, l->name, false);
+	return true;
+}
+
 static inline void ordfs_rwlock_unlock(struct ordfs_rwlock *l)
 {
 	pthread_rwlock_unlock(&l->l);

@@ -240,11 +240,14 @@ static int create_once(struct ordfs *fs, struct inode *dir, const char *name,
 		if (child->d.blocks) {
 			journal_abort_half_done(fs->journal, err);
 		} else {
-			int ferr = alloc_free_inode(fs->alloc, h, child->ino);
+			/* the slot zeroed before the number is free again: a
+			 * creator that takes it finds its slot free
+			 * (inode_create refuses one in use), as eviction does */
 			child->d.links = 0;
 			child->d.mode = 0;
+			int ferr = inode_write(fs, h, child, INODE_WRITE_DATASYNC);
 			if (!ferr)
-				ferr = inode_write(fs, h, child, INODE_WRITE_DATASYNC);
+				ferr = alloc_free_inode(fs->alloc, h, child->ino);
 			if (ferr)
 				journal_abort_half_done(fs->journal, ferr);
 		}

@@ -9,6 +9,8 @@
  * Usage: hostile FSCK [--count N] [--first SEED] [--long N] [--seconds S]
  *                [--jobs J] [--struct NAME] [--replay SEED] [--quiet]
  *   --count N     cases from --first (default 1) on (default 200)
+ *   --seeds LIST  exactly these seeds (comma-separated): the regression
+ *                 cases the long runs found (tests/hostile/meson.build)
  *   --long N      the long tier: N cases (same as --count N, jobs 2)
  *   --seconds S   stop starting cases after S seconds (0: no limit)
  *   --jobs J      cases run in J worker processes (default 1)
@@ -776,13 +778,16 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
 	uint64_t first = 1, count = 200;
+	enum { MAX_LISTED = 256 };
+	static uint64_t listed[MAX_LISTED]; /* --seeds: these cases, not a range */
+	uint64_t nlisted = 0;
 	unsigned jobs = 1, seconds = 0;
 	int want = -1;
 	bool quiet = false, replay = false;
 	const char *stop_match = NULL;
 	uint64_t replay_seed = 0;
 	if (argc < 2) {
-		fprintf(stderr, "usage: hostile FSCK [--count N] [--first SEED] [--long N] "
+		fprintf(stderr, "usage: hostile FSCK [--count N] [--first SEED] [--seeds S,S,...] [--long N] "
 			"[--seconds S] [--jobs J] [--struct NAME] [--replay SEED [--save PATH]] "
 			"[--quiet] [--verbose] [--undamaged] [--stop-at-first-match TEXT]\n");
 		return 2;
@@ -813,6 +818,10 @@ int main(int argc, char **argv)
 			count = strtoull(v, NULL, 10);
 		else if (strcmp(a, "--first") == 0)
 			first = strtoull(v, NULL, 10);
+		else if (strcmp(a, "--seeds") == 0) {
+			for (const char *p = v; *p && nlisted < MAX_LISTED; p += strspn(p, ","))
+				listed[nlisted++] = strtoull(p, (char **)&p, 10);
+		}
 		else if (strcmp(a, "--long") == 0) {
 			count = strtoull(v, NULL, 10);
 			jobs = 2;
@@ -886,9 +895,10 @@ int main(int argc, char **argv)
 		workers[j] = fork();
 		if (workers[j] == 0) {
 			close(pipefd[0]);
-			for (uint64_t s = first + j; s < first + count; s += jobs) {
+			for (uint64_t k = j; k < (nlisted ? nlisted : count); k += jobs) {
 				if (seconds && now_s() - t0 > seconds)
 					break;
+				uint64_t s = nlisted ? listed[k] : first + k;
 				struct record r;
 				run_case(s, want, &r);
 				if (write(pipefd[1], &r, sizeof(r)) != (ssize_t)sizeof(r))

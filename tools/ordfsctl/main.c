@@ -62,7 +62,7 @@ static void usage(FILE *out)
 		     "         (root, or the user who mounted it)\n"
 		     "  scrub  check the metadata of the mounted filesystem while it stays\n"
 		     "         in use (inode and block bitmaps against inodes and extent\n"
-		     "         trees, blocks mapped twice, directory entries), at idle\n"
+		     "         trees, blocks mapped twice, directory entries), at low\n"
 		     "         priority; problems are logged and recorded for fsck.ordfs;\n"
 		     "         exit 4 if any were found (root, or the user who mounted it)\n");
 }
