@@ -446,6 +446,25 @@ static int damage_super_torn(struct job *j)
 	return err ? err : blockdev_flush(j->bd);
 }
 
+/* The primary superblock's first copy, raw and decoded, for a damage
+ * that changes a field of it. */
+static int read_primary_super(struct job *j, uint8_t raw[ORDFS_SB_SIZE], struct ordfs_super *sb)
+{
+	const char *why;
+	int err = blockdev_read(j->bd, raw, ORDFS_SB_SIZE, 0);
+	return err ? err : ordfs_super_decode(raw, sb, &why);
+}
+
+/* sb encoded (both sector copies, checksums set) over the primary, and
+ * flushed. */
+static int write_primary_super(struct job *j, uint8_t raw[ORDFS_SB_SIZE],
+			       const struct ordfs_super *sb)
+{
+	ordfs_super_encode(sb, raw);
+	int err = blockdev_write(j->bd, raw, ORDFS_SB_SIZE, 0);
+	return err ? err : blockdev_flush(j->bd);
+}
+
 /* A clean image whose orphan list names an inode. */
 static int damage_orphan_head(struct job *j, const struct targets *inodes)
 {
@@ -453,17 +472,12 @@ static int damage_orphan_head(struct job *j, const struct targets *inodes)
 		return -ENOENT;
 	uint8_t raw[ORDFS_SB_SIZE];
 	struct ordfs_super sb;
-	const char *why;
-	int err = blockdev_read(j->bd, raw, sizeof(raw), 0);
-	if (!err)
-		err = ordfs_super_decode(raw, &sb, &why);
+	int err = read_primary_super(j, raw, &sb);
 	if (err)
 		return err;
 	sb.orphan_head = (uint32_t)inodes->v[below(&j->rng, inodes->n)];
-	ordfs_super_encode(&sb, raw);
 	snprintf(j->what, j->what_len, "orphan-head: inode %u", sb.orphan_head);
-	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
-	return err ? err : blockdev_flush(j->bd);
+	return write_primary_super(j, raw, &sb);
 }
 
 /* A second name, in the root, for a directory that has one: the kind of
@@ -725,29 +739,20 @@ static int damage_hash_seed(struct job *j)
 {
 	uint8_t raw[ORDFS_SB_SIZE];
 	struct ordfs_super sb;
-	const char *why;
-	int err = blockdev_read(j->bd, raw, sizeof(raw), 0);
-	if (!err)
-		err = ordfs_super_decode(raw, &sb, &why);
+	int err = read_primary_super(j, raw, &sb);
 	if (err)
 		return err;
 	sb.hash_seed ^= (uint32_t)(1 + below(&j->rng, 0xfffffffeu));
-	ordfs_super_encode(&sb, raw);
 	snprintf(j->what, j->what_len, "hash-seed: 0x%08x", sb.hash_seed);
-	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
-	return err ? err : blockdev_flush(j->bd);
+	return write_primary_super(j, raw, &sb);
 }
 
 /* One superblock field set to a random value, checksum recomputed. */
 static int damage_super(struct job *j)
 {
 	uint8_t raw[ORDFS_SB_SIZE];
-	int err = blockdev_read(j->bd, raw, sizeof(raw), 0);
-	if (err)
-		return err;
 	struct ordfs_super sb;
-	const char *why;
-	err = ordfs_super_decode(raw, &sb, &why);
+	int err = read_primary_super(j, raw, &sb);
 	if (err)
 		return err;
 	uint64_t v = next_random(&j->rng);
@@ -769,12 +774,8 @@ static int damage_super(struct job *j)
 	case 8: sb.orphan_head = (uint32_t)(v % (sb.inode_count + 8)); break;
 	default: sb.block_bitmap_start = v % sb.block_count; break;
 	}
-	ordfs_super_encode(&sb, raw);
 	snprintf(j->what, j->what_len, "super-csum: field %s", fields[f]);
-	err = blockdev_write(j->bd, raw, sizeof(raw), 0);
-	if (!err)
-		err = blockdev_flush(j->bd);
-	return err;
+	return write_primary_super(j, raw, &sb);
 }
 
 /* Clears bit j->target (counted from the start of its bitmap area) in a
