@@ -72,7 +72,7 @@ static void logmsg(int prio, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (daemonized || (will_detach && prio > LOG_WARNING))
+	if (__atomic_load_n(&daemonized, __ATOMIC_ACQUIRE) || (will_detach && prio > LOG_WARNING))
 		syslog(prio, "%s: %s", image_name, msg);
 	else
 		fprintf(stderr, "ordfs: %s: %s\n", image_name, msg);
@@ -439,8 +439,10 @@ static void finish_detach(int verdict_fd, bool ok)
 		if (chdir("/") != 0) {
 			/* not fatal: we hold no relative paths */
 		}
-		daemonized = true;
+		/* threads that log may run already (the io_uring queues,
+		 * started at INIT): syslog is opened before they see it */
 		openlog("ordfs", LOG_PID, LOG_DAEMON);
+		__atomic_store_n(&daemonized, true, __ATOMIC_RELEASE);
 	}
 	if (write(verdict_fd, &verdict, 1) != 1) {
 		/* the parent is gone; nothing to tell */

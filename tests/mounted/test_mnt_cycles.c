@@ -128,16 +128,25 @@ struct hammer {
 	struct mnt *m;
 	const char *dir; /* the listed directory, under the mount */
 	int id;
-	volatile bool *stop;
+	bool *stop;             /* read and set atomically */
 	unsigned rounds;
 };
+
+/* The path of rel under the mount, in the thread's own buffer (mnt_path's
+ * rotating buffers are for one thread). */
+static const char *hpath(const struct hammer *h, char *buf, size_t len, const char *rel)
+{
+	snprintf(buf, len, "%s/%s", h->m->mountpoint, rel);
+	return buf;
+}
 
 static void *hammer_list(void *arg)
 {
 	struct hammer *h = arg;
-	while (!*h->stop) {
+	char p[PATH_MAX];
+	while (!__atomic_load_n(h->stop, __ATOMIC_ACQUIRE)) {
 		bool saw;
-		(void)list_dir(mnt_path(h->m, "%s", h->dir), "loop", &saw);
+		(void)list_dir(hpath(h, p, sizeof(p), h->dir), "loop", &saw);
 		h->rounds++;
 	}
 	return NULL;
@@ -147,16 +156,19 @@ static void *hammer_write(void *arg)
 {
 	struct hammer *h = arg;
 	char name[64], other[64];
-	while (!*h->stop) {
+	while (!__atomic_load_n(h->stop, __ATOMIC_ACQUIRE)) {
 		snprintf(name, sizeof(name), "%s%sw%d", h->dir, *h->dir ? "/" : "", h->id);
 		snprintf(other, sizeof(other), "%s%sv%d", h->dir, *h->dir ? "/" : "", h->id);
-		int fd = open(mnt_path(h->m, "%s", name), O_CREAT | O_WRONLY, 0644);
+		char pn[PATH_MAX], po[PATH_MAX];
+		hpath(h, pn, sizeof(pn), name);
+		hpath(h, po, sizeof(po), other);
+		int fd = open(pn, O_CREAT | O_WRONLY, 0644);
 		if (fd >= 0)
 			close(fd);
-		(void)rename(mnt_path(h->m, "%s", name), mnt_path(h->m, "%s", other));
-		(void)unlink(mnt_path(h->m, "%s", other));
-		(void)mkdir(mnt_path(h->m, "%s", name), 0755);
-		(void)rmdir(mnt_path(h->m, "%s", name));
+		(void)rename(pn, po);
+		(void)unlink(po);
+		(void)mkdir(pn, 0755);
+		(void)rmdir(pn);
 		h->rounds++;
 	}
 	return NULL;
@@ -166,7 +178,7 @@ static void *hammer_write(void *arg)
  * rounds (a deadlock stops them all: the test's timeout). */
 static void hammer(struct mnt *m, const char *dir)
 {
-	volatile bool stop = false;
+	bool stop = false;
 	struct hammer h[4];
 	pthread_t th[4];
 	for (int i = 0; i < 4; i++) {
@@ -175,7 +187,7 @@ static void hammer(struct mnt *m, const char *dir)
 						&h[i]), 0);
 	}
 	usleep(1000 * 1000);
-	stop = true;
+	__atomic_store_n(&stop, true, __ATOMIC_RELEASE);
 	for (int i = 0; i < 4; i++) {
 		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
 		ck_assert_msg(h[i].rounds > 0, "thread %d made no progress", i);
