@@ -71,6 +71,11 @@ struct check_block_ref {
 	uint64_t block;
 };
 
+struct check_size_fix {
+	uint32_t ino;
+	uint64_t size;
+};
+
 struct check_inode_fix {
 	uint32_t ino;
 	uint32_t links, parent;
@@ -92,6 +97,11 @@ struct check_findings {
 					       them get copies */
 	CHECK_VEC(uint32_t) strip_flags;    /* file-flag bits no ordfs defines:
 					       rewritten without them */
+	CHECK_VEC(struct check_size_fix) dir_sizes; /* directories whose size is
+					       not where their blocks end: set
+					       (raw, before any name is looked up:
+					       the directory code reads only the
+					       blocks its size covers) */
 	/* stage B, a read-write mount */
 	CHECK_VEC(struct check_entry_fix) drop_entries;   /* point at nothing */
 	CHECK_VEC(struct check_entry_fix) retype_entries; /* wrong file type */

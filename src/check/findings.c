@@ -82,6 +82,7 @@ void check_findings_free(struct check_findings *f)
 	free(f->empty_inodes.v);
 	free(f->clone_blocks.v);
 	free(f->strip_flags.v);
+	free(f->dir_sizes.v);
 	free(f->drop_entries.v);
 	free(f->retype_entries.v);
 	free(f->unreachable.v);

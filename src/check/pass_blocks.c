@@ -148,6 +148,16 @@ static void check_inode_blocks(struct checker *c, struct inode *inode)
 		}
 	}
 	uint64_t bs = c->fs->block_size;
+	/* A directory's size is where its blocks end: the directory code
+	 * reads only the blocks its size covers, so a wrong one hides entries
+	 * (or shows holes) to the daemon and to pass 3 alike. */
+	uint64_t dir_end = c->cur_has_blocks ? (c->cur_last_lblk + 1) * bs : 0;
+	if (S_ISDIR(inode->d.mode) && inode->d.size != dir_end) {
+		problem(c, CHK_SIZE, "dir %u: size %llu, its blocks end at %llu", inode->ino,
+			(unsigned long long)inode->d.size, (unsigned long long)dir_end);
+		struct check_size_fix fix = { inode->ino, dir_end };
+		FX_PUSH(c, c->fx->dir_sizes, fix);
+	}
 	/* A long symlink, as readlink reads it (the same lookups): every
 	 * block of its target mapped, else it is cleared (target lost). */
 	if (S_ISLNK(inode->d.mode) && !(inode->d.flags & ORDFS_INODE_FAST_SYMLINK) &&

@@ -64,6 +64,31 @@ enum slot_rewrite {
 			     reserved bytes not zero */
 };
 
+/* Inode ino's size set to size in its slot (raw, checksum set again). */
+static int set_slot_size(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino,
+			 uint64_t size)
+{
+	uint32_t bs = ordfs_block_size(sb);
+	uint64_t blk;
+	uint32_t off;
+	ordfs_inode_location(sb, ino, &blk, &off);
+	uint8_t *b = malloc(bs);
+	if (!b)
+		return -ENOMEM;
+	int err = blockdev_read(bd, b, bs, blk * bs);
+	struct ordfs_inode d;
+	uint32_t unknown;
+	if (!err)
+		err = ordfs_inode_decode_check(b + off, ino, sb->csum_seed, &d, &unknown);
+	if (!err) {
+		d.size = size;
+		ordfs_inode_encode(&d, ino, sb->csum_seed, b + off);
+		err = blockdev_write(bd, b, bs, blk * bs);
+	}
+	free(b);
+	return err;
+}
+
 static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino,
 			      enum slot_rewrite how)
 {
@@ -196,6 +221,12 @@ static int stage_inodes(struct blockdev *bd, const struct ordfs_super *sb,
 	for (uint32_t i = 0; i < f->strip_flags.n && !err; i++, ++*fixes)
 		if (!in_list(f->clear_inodes.v, f->clear_inodes.n, f->strip_flags.v[i]))
 			err = rewrite_inode_slot(bd, sb, f->strip_flags.v[i], SLOT_STRIP_FLAGS);
+	for (uint32_t i = 0; i < f->dir_sizes.n && !err; i++, ++*fixes) {
+		struct check_size_fix fix = f->dir_sizes.v[i];
+		if (!in_list(f->clear_inodes.v, f->clear_inodes.n, fix.ino) &&
+		    !in_list(f->empty_inodes.v, f->empty_inodes.n, fix.ino))
+			err = set_slot_size(bd, sb, fix.ino, fix.size);
+	}
 	/* Each inode once, and not one cleared or truncated above. */
 	for (uint32_t i = 0; i < f->clone_blocks.n && !err; i++) {
 		uint32_t ino = f->clone_blocks.v[i].ino;
@@ -691,7 +722,7 @@ int ordfs_repair(struct blockdev *bd, unsigned flags,
 		else if (f.root_unusable) /* loses the old root's names: not -p */
 			err = preen ? 0 : stage_new_root(bd, &sb, &out->fixes);
 		else if (f.clear_inodes.n || f.empty_inodes.n || f.clone_blocks.n ||
-			 f.strip_flags.n)
+			 f.strip_flags.n || f.dir_sizes.n)
 			err = preen ? 0 : stage_inodes(bd, &sb, &f, &out->fixes);
 		else if (f.bitmaps_wrong || f.summary_wrong || f.clean_with_orphans ||
 			 f.super_copy_stale || f.journal_super_copy_stale || f.file_flags_feature)

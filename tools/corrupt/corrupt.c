@@ -39,6 +39,7 @@ static const char *const kind_names[] = {
 	"dirent-type-dir",   "symlink-size",      "ibitmap-reserved",   "extent-far",
 	"inode-reserved",    "hash-seed",         "block-reserved",     "super-reserved",
 	"symlink-hole",      "ibitmap-free-all",  "bitmap-free-dir",    "root-damaged",
+	"dir-size",
 };
 
 /* one name per kind, in the enum's order (a merge that adds kinds on two
@@ -412,6 +413,10 @@ static int change_field(struct job *j, uint8_t *raw, uint32_t ino, enum corrupt_
 		le_put64(last, (1ull << 62) + below(&j->rng, 1000));
 		break;
 	}
+	case CORRUPT_DIR_SIZE:
+		/* 0, or one block short or past where its blocks end */
+		d.size = below(&j->rng, 2) ? 0 : d.size + j->bs;
+		break;
 	case CORRUPT_ROOT_DAMAGED:
 		/* by seed: a regular file (valid checksum), or the
 		 * checksum broken */
@@ -1207,6 +1212,9 @@ int corrupt_image(struct blockdev *bd, enum corrupt_kind kind, uint64_t seed, ch
 		break;
 	case CORRUPT_SYMLINK_HOLE:
 		err = change_inode_slot(&j, &f.slow_links, kind, change_field, &f);
+		break;
+	case CORRUPT_DIR_SIZE:
+		err = change_inode_slot(&j, &f.dirs, kind, change_field, &f);
 		break;
 	case CORRUPT_ROOT_DAMAGED: {
 		struct targets root = { 0 };

@@ -114,6 +114,8 @@ enum corrupt_kind {
 				     checksum) */
 	CORRUPT_ROOT_DAMAGED,    /* the root inode: a regular file (valid
 				    checksum) or its checksum broken, by seed */
+	CORRUPT_DIR_SIZE,        /* a directory's size 0 or a block past its
+				    blocks (valid checksum) */
 	CORRUPT_KINDS
 };
 
