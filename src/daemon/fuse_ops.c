@@ -693,7 +693,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t node, size_t size, off_t o
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	int stop = 0;
+	int stop = 0, read_err = 0;
 	if (off == 0)
 		stop = add_dirent(&f, ".", dir->ino, DT_DIR, 1);
 	if (!stop && off <= 1)
@@ -702,10 +702,15 @@ static void readdir_common(fuse_req_t req, fuse_ino_t node, size_t size, off_t o
 		uint64_t cookie = off >= 2 ? (uint64_t)off - 2 : 0;
 		int err = ordfs_readdir(ctx_of(req)->fs, dir, cookie, emit_entry, &f);
 		if (err < 0)
-			f.err = err;
+			read_err = err;
 	}
+	/* The entries planned before a failed read (a damaged block further
+	 * on) still go out; the error is the next request's, which starts
+	 * where this reply ends. */
 	if (f.npending)
 		fill_planned(&f, dir);
+	if (!f.err)
+		f.err = read_err;
 	free(f.pending);
 	inode_put(ctx_of(req)->fs, dir);
 	if (f.err && f.used == 0) {
