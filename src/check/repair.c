@@ -62,35 +62,12 @@ enum slot_rewrite {
 	SLOT_STRIP_FLAGS, /* keep it all but the file-flag bits no ordfs
 			     defines (the decoder leaves them out) and
 			     reserved bytes not zero */
+	SLOT_SET_SIZE,    /* keep it, its size set to `size` (a directory's:
+			     where its blocks end) */
 };
 
-/* Inode ino's size set to size in its slot (raw, checksum set again). */
-static int set_slot_size(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino,
-			 uint64_t size)
-{
-	uint32_t bs = ordfs_block_size(sb);
-	uint64_t blk;
-	uint32_t off;
-	ordfs_inode_location(sb, ino, &blk, &off);
-	uint8_t *b = malloc(bs);
-	if (!b)
-		return -ENOMEM;
-	int err = blockdev_read(bd, b, bs, blk * bs);
-	struct ordfs_inode d;
-	uint32_t unknown;
-	if (!err)
-		err = ordfs_inode_decode_check(b + off, ino, sb->csum_seed, &d, &unknown);
-	if (!err) {
-		d.size = size;
-		ordfs_inode_encode(&d, ino, sb->csum_seed, b + off);
-		err = blockdev_write(bd, b, bs, blk * bs);
-	}
-	free(b);
-	return err;
-}
-
 static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino,
-			      enum slot_rewrite how)
+			      enum slot_rewrite how, uint64_t size)
 {
 	uint32_t bs = ordfs_block_size(sb);
 	uint64_t blk;
@@ -108,7 +85,7 @@ static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb,
 		int derr = how == SLOT_CLEAR ? -EUCLEAN
 					     : ordfs_inode_decode_check(b + off, ino, sb->csum_seed,
 									&d, &unknown);
-		if (derr && how == SLOT_STRIP_FLAGS) {
+		if (derr && (how == SLOT_STRIP_FLAGS || how == SLOT_SET_SIZE)) {
 			err = derr;
 		} else if (derr) {
 			memset(b + off, 0, ORDFS_INODE_SIZE);
@@ -121,6 +98,8 @@ static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb,
 				d.blocks = 0;
 				d.xattr_block = 0;
 			}
+			if (how == SLOT_SET_SIZE)
+				d.size = size;
 			ordfs_inode_encode(&d, ino, sb->csum_seed, b + off);
 		}
 		if (!err)
@@ -198,7 +177,7 @@ static int clone_records(struct blockdev *bd, const struct ordfs_super *sb,
 	free(b);
 	free(data);
 	if (err == -ENOSPC)
-		err = rewrite_inode_slot(bd, sb, ino, SLOT_EMPTY); /* nowhere to copy to */
+		err = rewrite_inode_slot(bd, sb, ino, SLOT_EMPTY, 0); /* nowhere to copy to */
 	return err;
 }
 
@@ -215,17 +194,17 @@ static int stage_inodes(struct blockdev *bd, const struct ordfs_super *sb,
 {
 	int err = 0;
 	for (uint32_t i = 0; i < f->clear_inodes.n && !err; i++, ++*fixes)
-		err = rewrite_inode_slot(bd, sb, f->clear_inodes.v[i], SLOT_CLEAR);
+		err = rewrite_inode_slot(bd, sb, f->clear_inodes.v[i], SLOT_CLEAR, 0);
 	for (uint32_t i = 0; i < f->empty_inodes.n && !err; i++, ++*fixes)
-		err = rewrite_inode_slot(bd, sb, f->empty_inodes.v[i], SLOT_EMPTY);
+		err = rewrite_inode_slot(bd, sb, f->empty_inodes.v[i], SLOT_EMPTY, 0);
 	for (uint32_t i = 0; i < f->strip_flags.n && !err; i++, ++*fixes)
 		if (!in_list(f->clear_inodes.v, f->clear_inodes.n, f->strip_flags.v[i]))
-			err = rewrite_inode_slot(bd, sb, f->strip_flags.v[i], SLOT_STRIP_FLAGS);
+			err = rewrite_inode_slot(bd, sb, f->strip_flags.v[i], SLOT_STRIP_FLAGS, 0);
 	for (uint32_t i = 0; i < f->dir_sizes.n && !err; i++, ++*fixes) {
 		struct check_size_fix fix = f->dir_sizes.v[i];
 		if (!in_list(f->clear_inodes.v, f->clear_inodes.n, fix.ino) &&
 		    !in_list(f->empty_inodes.v, f->empty_inodes.n, fix.ino))
-			err = set_slot_size(bd, sb, fix.ino, fix.size);
+			err = rewrite_inode_slot(bd, sb, fix.ino, SLOT_SET_SIZE, fix.size);
 	}
 	/* Each inode once, and not one cleared or truncated above. */
 	for (uint32_t i = 0; i < f->clone_blocks.n && !err; i++) {
