@@ -21,3 +21,21 @@ summary() {
 	echo "$CHECKS checks, $FAILS failed"
 	[ "$FAILS" -eq 0 ]
 }
+
+# unmount_image MOUNTPOINT IMAGE: fusermount3 -u, again while the kernel
+# still says busy (a load's last requests), then wait until the daemon has
+# closed the image (its lock on it is free), as umount.ordfs waits.
+# Non-zero if either did not happen within 10 s.
+unmount_image() {
+	local i
+	for i in $(seq 100); do
+		fusermount3 -u "$1" 2>/dev/null && break
+		[ "$i" = 100 ] && return 1
+		sleep 0.1
+	done
+	for i in $(seq 200); do
+		flock -n "$2" true 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}

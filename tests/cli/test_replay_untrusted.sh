@@ -56,12 +56,8 @@ mount_img() {
 		"$ORDFS" "$1" "$MNT" >"$WORK/daemon.log" 2>&1
 	fi
 }
-# umount: waits until the daemon has closed the image (its lock is free)
-umount_img() {
-	fusermount3 -u "$MNT" || return 1
-	for _ in $(seq 200); do flock -n "$1" true && return 0; sleep 0.05; done
-	return 1
-}
+# umount IMG: waits until the daemon has closed the image (lib.sh)
+umount_img() { unmount_image "$MNT" "$1"; }
 no_ub() { ! grep -q "runtime error" "$WORK/daemon.log"; }
 
 # ---- finding 4: an unknown ro_compat bit that arrives through replay ----

@@ -36,23 +36,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# unmount MNT and wait for the daemon to let go of the image
-unmount() {
-	local i
-	for i in $(seq 50); do
-		fusermount3 -u "$MNT" 2>/dev/null && break
-		sleep 0.1
-	done
-	for i in $(seq 100); do
-		fuser -s "$1" 2>/dev/null || return 0
-		sleep 0.1
-	done
-}
+# unmount IMG: MNT unmounted and the image let go of (lib.sh)
+unmount() { unmount_image "$MNT" "$1" || fail "unmount $1"; }
 
-# damaged IMAGE KIND SEED: a populated image damaged one way
-damaged() {
+# scrub_damaged IMAGE KIND SEED: a populated image damaged one way,
+# mounted and scrubbed; the scrub's output in $WORK/out, its exit in rc
+scrub_damaged() {
 	rm -f "$1"
-	"$MKFS" -q "$1" 64M && "$CORRUPT" populate "$1" && "$CORRUPT" "$1" "$2" "$3" >/dev/null
+	"$MKFS" -q "$1" 64M && "$CORRUPT" populate "$1" && "$CORRUPT" "$1" "$2" "$3" >/dev/null ||
+		fail "ordfs-corrupt $2"
+	"$DAEMON" "$1" "$MNT" || fail "mount the image damaged by $2"
+	rc=0
+	"$CTL" scrub "$MNT" >"$WORK/out" 2>&1 || rc=$?
+	cat "$WORK/out"
 }
 
 # every file under MNT reads to its end
@@ -62,11 +58,7 @@ all_readable() {
 
 # ---- a cross-linked block --------------------------------------------------
 IMG=$WORK/dup.img
-damaged "$IMG" extent-dup 1 || fail "ordfs-corrupt extent-dup"
-"$DAEMON" "$IMG" "$MNT" || fail "mount the damaged image"
-rc=0
-"$CTL" scrub "$MNT" >"$WORK/out" 2>&1 || rc=$?
-cat "$WORK/out"
+scrub_damaged "$IMG" extent-dup 1
 check "cross-link: scrub exits 4 (problems found)" [ "$rc" = 4 ]
 check "cross-link: it names the block and both inodes" \
 	grep -Eq "block-claimed-twice: block [0-9]+ is mapped by inodes [0-9]+ and [0-9]+" "$WORK/out"
@@ -86,11 +78,7 @@ unmount "$IMG"
 
 # ---- a mapped block the bitmap says is free --------------------------------
 IMG=$WORK/free.img
-damaged "$IMG" bitmap-free 3 || fail "ordfs-corrupt bitmap-free"
-"$DAEMON" "$IMG" "$MNT" || fail "mount the damaged image"
-rc=0
-"$CTL" scrub "$MNT" >"$WORK/out" 2>&1 || rc=$?
-cat "$WORK/out"
+scrub_damaged "$IMG" bitmap-free 3
 check "bitmap-free: scrub exits 4" [ "$rc" = 4 ]
 check "bitmap-free: it names the inode and the block" \
 	grep -Eq "block-bitmap: inode [0-9]+ maps .* block [0-9]+, which the block bitmap says is free" \
