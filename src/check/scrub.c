@@ -1,6 +1,7 @@
 /*
  * scrub.c - the online scrub (see scrub.h for what it checks and its
- * rules).  Three passes over the live filesystem:
+ * rules).  Three passes over the live filesystem, the first two in one
+ * walk of the inode numbers (pass_inodes):
  *   1. inode slots against the inode bitmap (no lock makes a slot and its
  *      bit change together for an observer, so a contradiction is a
  *      suspect, read again after a commit: confirm_inode_suspects);
@@ -9,7 +10,7 @@
  *      claimed twice is a suspect;
  *   3. the owners of the suspects are found (a walk of every inode again,
  *      looking only for them) and each pair confirmed with both locks
- *      held: a block freed by one inode and taken by another between two
+ *      held (the second only tried: confirm_cross_link): a block freed by one inode and taken by another between two
  *      visits is no cross-link, one both trees map at the same moment is.
  * Memory: a bit per block and a bit per inode, plus the suspects.
  */
@@ -113,12 +114,14 @@ static void give_way(void)
 enum slot_state { SLOT_OK, SLOT_CORRUPT, SLOT_USED_UNMARKED, SLOT_MARKED_EMPTY };
 
 /* The state of inode ino's slot against its bitmap bit; *used: it holds
- * an inode.  Read through the inode cache (inode_get), never from the
- * table buffer directly: a cached inode is rewritten in its slot under
- * its raw_lock, so a bare read could see it half written, while the
- * cache hands out its copy, or reads an uncached slot as its only reader
- * (DESIGN.md, "Locking": the cache hands out only whole inodes). */
-static enum slot_state slot_state(struct scrubber *s, uint32_t ino, bool *used)
+ * an inode, and then with `keep` the reference is handed over in *keep.
+ * Read through the inode cache (inode_get), never from the table buffer
+ * directly: a cached inode is rewritten in its slot under its raw_lock,
+ * so a bare read could see it half written, while the cache hands out its
+ * copy, or reads an uncached slot as its only reader (DESIGN.md,
+ * "Locking": the cache hands out only whole inodes). */
+static enum slot_state slot_state(struct scrubber *s, uint32_t ino, bool *used,
+				  struct inode **keep)
 {
 	*used = false;
 	if (ino == 1) /* reserved: marked, its slot never read */
@@ -128,7 +131,10 @@ static enum slot_state slot_state(struct scrubber *s, uint32_t ino, bool *used)
 	bool marked = alloc_inode_in_use(s->fs->alloc, ino);
 	if (!err) {
 		*used = inode->d.mode != 0;
-		inode_put(s->fs, inode);
+		if (*used && keep)
+			*keep = inode;
+		else
+			inode_put(s->fs, inode);
 	} else if (err != -ENOENT) {
 		return SLOT_CORRUPT; /* damaged, or its block unreadable */
 	}
@@ -137,20 +143,6 @@ static enum slot_state slot_state(struct scrubber *s, uint32_t ino, bool *used)
 	if (!*used && marked)
 		return SLOT_MARKED_EMPTY;
 	return SLOT_OK;
-}
-
-static void pass_slots(struct scrubber *s)
-{
-	for (uint32_t ino = 1; ino <= s->inode_count; ino++) {
-		bool used;
-		enum slot_state st = slot_state(s, ino, &used);
-		if (st != SLOT_OK && u64vec_push(&s->ino_suspects, ino))
-			s->err = -ENOMEM;
-		if (st != SLOT_CORRUPT && used)
-			bit_test_set(s->in_use, ino - 1);
-		if ((ino & 255) == 0)
-			give_way();
-	}
 }
 
 /* A slot and its bit change in one handle, in two steps another thread
@@ -165,7 +157,7 @@ static void confirm_inode_suspects(struct scrubber *s)
 	for (size_t i = 0; i < s->ino_suspects.n; i++) {
 		uint32_t ino = (uint32_t)s->ino_suspects.v[i];
 		bool used;
-		switch (slot_state(s, ino, &used)) {
+		switch (slot_state(s, ino, &used, NULL)) {
 		case SLOT_OK:
 			break;
 		case SLOT_CORRUPT:
@@ -297,20 +289,28 @@ static void scrub_inode(struct scrubber *s, struct inode *inode)
 	}
 }
 
+/* Passes 1 and 2 in one walk of the inode numbers: each slot against its
+ * bit, and each inode in use scrubbed under its lock with the reference
+ * that read it. */
 static void pass_inodes(struct scrubber *s)
 {
-	for (uint32_t ino = ORDFS_ROOT_INO; ino <= s->inode_count && !s->err; ino++) {
-		if (!bit_get(s->in_use, ino - 1))
-			continue;
-		struct inode *inode;
-		if (inode_get(s->fs, ino, &inode) != 0)
-			continue; /* freed since pass 1, or pass 1 confirms it */
-		ordfs_rwlock_rdlock(&inode->lock);
-		if (inode->d.mode) /* not freed while we waited */
-			scrub_inode(s, inode);
-		ordfs_rwlock_unlock(&inode->lock);
-		inode_put(s->fs, inode);
-		give_way();
+	for (uint32_t ino = 1; ino <= s->inode_count && !s->err; ino++) {
+		bool used;
+		struct inode *inode = NULL;
+		enum slot_state st = slot_state(s, ino, &used, &inode);
+		if (st != SLOT_OK && u64vec_push(&s->ino_suspects, ino))
+			s->err = -ENOMEM;
+		if (inode) {
+			bit_test_set(s->in_use, ino - 1);
+			ordfs_rwlock_rdlock(&inode->lock);
+			if (inode->d.mode) /* not freed while we waited */
+				scrub_inode(s, inode);
+			ordfs_rwlock_unlock(&inode->lock);
+			inode_put(s->fs, inode);
+			give_way();
+		} else if ((ino & 255) == 0) {
+			give_way();
+		}
 	}
 }
 
@@ -499,9 +499,8 @@ int ordfs_scrub(struct ordfs *fs, struct scrub_result *res)
 	if (!s.claimed || !s.in_use)
 		goto out;
 
-	pass_slots(&s);
-	confirm_inode_suspects(&s);
 	pass_inodes(&s);
+	confirm_inode_suspects(&s);
 	pass_cross_links(&s);
 	err = s.err;
 	if (!err && res->problems) {
