@@ -183,12 +183,10 @@ static void confirm_inode_suspects(struct scrubber *s)
  * suspect for pass 3). */
 static void claim(struct scrubber *s, uint64_t start, uint64_t len, const char *what)
 {
-	/* the size now: an online grow beside the scrub adds blocks, and
-	 * makes the old backup superblock's a data block */
-	const struct ordfs_super *sb = &s->fs->sb;
-	uint64_t count = fs_block_count(s->fs);
-	if (start < sb->data_start || start >= count - 1 || len > count - 1 - start ||
-	    ordfs_range_has_group_bitmap(sb, start, len)) {
+	/* the extent verifier's rule, at the size now: an online grow beside
+	 * the scrub adds blocks, and makes the old backup superblock's a
+	 * data block */
+	if (!ordfs_in_data_area(&s->fs->sb, fs_block_count(s->fs), start, len)) {
 		scrub_problem(s, CHK_BLOCK_RANGE, "inode %u: %s %llu+%llu outside the data area",
 			      s->cur_ino, what, (unsigned long long)start, (unsigned long long)len);
 		s->cur_bad = true;

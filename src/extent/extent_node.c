@@ -88,9 +88,7 @@ void ext_node_split_insert(uint8_t *left, uint8_t *right, unsigned cap, unsigned
  * would overwrite a bitmap. */
 static bool in_data_area(const struct ordfs *fs, uint64_t start, uint64_t len)
 {
-	uint64_t end = fs_block_count(fs) - 1; /* the backup superblock */
-	return start >= fs->sb.data_start && start < end && len <= end - start &&
-	       !ordfs_range_has_group_start(&fs->sb, start, len);
+	return ordfs_in_data_area(&fs->sb, fs_block_count(fs), start, len);
 }
 
 /* No byte of a file lies at 2^62 or past (FORMAT.md: the largest size):

@@ -334,6 +334,18 @@ bool ordfs_range_has_group_bitmap(const struct ordfs_super *sb, uint64_t start, 
  * changes block_count and the feature bits, so code that holds no lock
  * on the superblock asks this. */
 bool ordfs_range_has_group_start(const struct ordfs_super *sb, uint64_t start, uint64_t len);
+/* May a file or tree map [start, start + len) in a filesystem of
+ * block_count blocks (the size now: a grow may be under way)?  Past
+ * data_start, before the backup superblock, and on no group's first block
+ * (a group bitmap block is metadata, as the area before data_start is).
+ * The one rule of the extent verifier and the online scrub. */
+static inline bool ordfs_in_data_area(const struct ordfs_super *sb, uint64_t block_count,
+				      uint64_t start, uint64_t len)
+{
+	uint64_t end = block_count - 1; /* the backup superblock */
+	return start >= sb->data_start && start < end && len <= end - start &&
+	       !ordfs_range_has_group_start(sb, start, len);
+}
 /* A block-bitmap block as read from the device: 0, or -EUCLEAN if its
  * header or checksum is wrong (ordfs_block_verify) or, for a group
  * bitmap block, its own bit is clear. */
