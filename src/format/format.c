@@ -486,6 +486,12 @@ int ordfs_inode_decode_check(const uint8_t in[ORDFS_INODE_SIZE], uint32_t inum,
 		return -EUCLEAN;
 	if (ino->flags & ~ORDFS_INODE_FLAGS_KNOWN)
 		return -EUCLEAN;
+	/* only a symlink keeps its target in data[]: on anything else the
+	 * flag would hide the extent tree (a slot freed as mode 0 is free,
+	 * whatever its flags) */
+	if ((ino->flags & ORDFS_INODE_FAST_SYMLINK) && ino->mode != 0 &&
+	    (ino->mode & 0170000) != 0120000)
+		return -EUCLEAN;
 	if (ino->size > (1ull << 62))
 		return -EUCLEAN;
 	*unknown = attr & ~ORDFS_FL_KNOWN;
