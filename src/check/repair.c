@@ -64,6 +64,8 @@ enum slot_rewrite {
 			     reserved bytes not zero */
 	SLOT_SET_SIZE,    /* keep it, its size set to `size` (a directory's:
 			     where its blocks end) */
+	SLOT_NEW_ROOT,    /* whatever it held: an empty root directory, as mkfs
+			     makes it (mode 0755, root's, two links, no blocks) */
 };
 
 static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb, uint32_t ino,
@@ -82,10 +84,19 @@ static int rewrite_inode_slot(struct blockdev *bd, const struct ordfs_super *sb,
 		uint32_t unknown; /* file-flag bits: decoded without them */
 		if (how == SLOT_STRIP_FLAGS) /* and without reserved bytes */
 			(void)ordfs_inode_clear_reserved(b + off, ino, sb->csum_seed);
-		int derr = how == SLOT_CLEAR ? -EUCLEAN
-					     : ordfs_inode_decode_check(b + off, ino, sb->csum_seed,
-									&d, &unknown);
-		if (derr && (how == SLOT_STRIP_FLAGS || how == SLOT_SET_SIZE)) {
+		int derr = how == SLOT_CLEAR || how == SLOT_NEW_ROOT
+				   ? -EUCLEAN
+				   : ordfs_inode_decode_check(b + off, ino, sb->csum_seed, &d, &unknown);
+		if (how == SLOT_NEW_ROOT) {
+			memset(&d, 0, sizeof(d));
+			d.mode = S_IFDIR | 0755;
+			d.links = 2;
+			d.parent = ORDFS_ROOT_INO;
+			d.atime = ordfs_now();
+			d.mtime = d.ctime = d.crtime = d.atime;
+			ordfs_extent_root_init(d.data);
+			ordfs_inode_encode(&d, ino, sb->csum_seed, b + off);
+		} else if (derr && (how == SLOT_STRIP_FLAGS || how == SLOT_SET_SIZE)) {
 			err = derr;
 		} else if (derr) {
 			memset(b + off, 0, ORDFS_INODE_SIZE);
@@ -282,36 +293,16 @@ static int rewrite_journal_super(struct blockdev *bd, const struct ordfs_super *
 	return err;
 }
 
-/* R: a new, empty root directory in inode 2's slot (raw write), as mkfs
- * makes it: mode 0755, root's, two links, no blocks.  The old root's
- * blocks are found unclaimed and freed by the bitmap stage, and every
- * inode it named is found unreachable and adopted into /lost+found,
- * which the names stage makes under the new root. */
+/* R: a new, empty root directory in inode 2's slot (raw write,
+ * SLOT_NEW_ROOT).  The old root's blocks are found unclaimed and freed by
+ * the bitmap stage, and every inode it named is found unreachable and
+ * adopted into /lost+found, which the names stage makes under the new
+ * root. */
 static int stage_new_root(struct blockdev *bd, const struct ordfs_super *sb, uint32_t *fixes)
 {
-	uint64_t blockno;
-	uint32_t off;
-	ordfs_inode_location(sb, ORDFS_ROOT_INO, &blockno, &off);
-	uint32_t bs = ordfs_block_size(sb);
-	uint8_t *blk = malloc(bs);
-	if (!blk)
-		return -ENOMEM;
-	int err = blockdev_read(bd, blk, bs, blockno * bs);
-	if (!err) {
-		struct ordfs_inode root;
-		memset(&root, 0, sizeof(root));
-		root.mode = S_IFDIR | 0755;
-		root.links = 2;
-		root.parent = ORDFS_ROOT_INO;
-		root.atime = ordfs_now();
-		root.mtime = root.ctime = root.crtime = root.atime;
-		ordfs_extent_root_init(root.data);
-		ordfs_inode_encode(&root, ORDFS_ROOT_INO, sb->csum_seed, blk + off);
-		err = blockdev_write(bd, blk, bs, blockno * bs);
-	}
+	int err = rewrite_inode_slot(bd, sb, ORDFS_ROOT_INO, SLOT_NEW_ROOT, 0);
 	if (!err)
 		err = blockdev_flush(bd);
-	free(blk);
 	if (!err)
 		++*fixes;
 	return err;
