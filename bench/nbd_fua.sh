@@ -7,7 +7,7 @@
 # (NBD_DELAY per read and write request, default 1ms: a link to another
 # machine).  A fio job appends 128 KiB and fsyncs, for RUNTIME seconds
 # (default 5), in data=ordered: more than 64 KiB of new data per fsync is
-# written in place, so every commit has F1 (DESIGN.md, "The commit
+# written in place, so every commit has F1 (design/journal.md, "The commit
 # protocol"), and with FUA its commit block is written with FUA instead of
 # a second flush.  Twice per round: with FUA (the file plugin offers it)
 # and with the daemon's -o nofua (the commit block is written, then

@@ -77,7 +77,7 @@ typedef int (*ordfs_emit_fn)(void *ctx, const char *name, size_t len, uint32_t i
 int ordfs_readdir(struct ordfs *fs, struct inode *dir, uint64_t cookie, ordfs_emit_fn emit,
 		  void *ctx);
 
-/* Entries that name directories (namei/namei.c, DESIGN.md "Locking"): a
+/* Entries that name directories (namei/namei.c, design/locking.md): a
  * directory named by an entry of dir must be neither dir itself nor the
  * root, and its '..' must be dir.  ordfs_lookup, rename, unlink and rmdir
  * check it; ordfs_check_entry is the same check for a caller that holds a

@@ -131,7 +131,7 @@ struct ordfs_scrub {
  * XFS_IOC_GOINGDOWN, xfstests' godown), in linux/fs.h only since Linux
  * 6.x headers.  Its u32 argument is the flags below; the number says
  * _IOR, so FUSE carries nothing in and the daemon reads the flags from
- * the caller's memory where it can (DESIGN.md, "Shutdown"). */
+ * the caller's memory where it can (design/remount-shutdown.md). */
 #ifndef FS_IOC_SHUTDOWN
 #define FS_IOC_SHUTDOWN _IOR('X', 125, uint32_t)
 #endif

@@ -16,7 +16,7 @@
  * The bitmap is not trusted alone (issue 36): a block it calls free that
  * the buffer cache holds as metadata in use (known_used.h) is never handed
  * out; it leaves the map for the rest of the mount, one line names it,
- * and the disk's bit is left for fsck (DESIGN.md, "Allocation").
+ * and the disk's bit is left for fsck (design/allocation.md).
  */
 #include <errno.h>
 #include <stdlib.h>

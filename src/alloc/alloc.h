@@ -8,9 +8,10 @@
  *
  * The in-memory block map has a bit set for every block that is in use on
  * disk, *claimed* (chosen for data that is being written but whose
- * allocation is not yet recorded, see delayed allocation in DESIGN.md), or
- * freed by a transaction that has not committed yet [J5].  So a block is
- * handed out only if it is free on disk *and* its free is durable.
+ * allocation is not yet recorded, see delayed allocation in
+ * design/write-routes.md), or freed by a transaction that has not committed
+ * yet [J5].  So a block is handed out only if it is free on disk *and* its
+ * free is durable.
  *
  * Delayed allocation: a write reserves a count of blocks (alloc_reserve),
  * so ENOSPC is reported by write(); writeback later claims concrete blocks
@@ -25,6 +26,8 @@
  * (reused, they need no new host space), and no block or inode is handed
  * out before the host has given its space (fallocate): a full host is
  * -ENOSPC from these calls, never a failed write later.
+ *
+ * Design: docs/design/allocation.md.
  */
 #ifndef ORDFS_ALLOC_H
 #define ORDFS_ALLOC_H

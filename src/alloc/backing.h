@@ -7,7 +7,7 @@
  * when a chunk is loaded) and the host space given to blocks before they
  * are handed out (blockdev_allocate).
  *
- * Rules (alloc.c keeps them; DESIGN.md, "When the host fills up"):
+ * Rules (alloc.c keeps them; design/allocation.md, "When the host fills up"):
  *  - A hint bit set means "may be a hole" and is never wrong the other
  *    way: a clear bit means the host backs the block.  Unknown (a walk cut
  *    short, an allocated-but-unwritten range, which SEEK_HOLE reports as a

@@ -22,7 +22,7 @@
  *  - What it cannot see: a block no structure of this mount has touched
  *    (file data, or metadata not read since the mount), a long symlink's
  *    block (no header), data logged by data=journal.  Those need the full
- *    cross-reference (fsck, the online scrub).  DESIGN.md, "Allocation".
+ *    cross-reference (fsck, the online scrub).  design/allocation.md.
  *  - Cost: one hash lookup in the buffer cache per block handed out (a
  *    header read when it is cached); one per block freed or given back,
  *    plus memory for those still cached (8 bytes each, at most eight

@@ -14,6 +14,8 @@
  * nothing, so its pages may stay cached across opens.
  * lazytime does not change the decision, only when the new value is
  * written (the caller keeps it in memory).
+ *
+ * Design: docs/design/atime.md.
  */
 #ifndef ORDFS_ATIME_H
 #define ORDFS_ATIME_H

@@ -11,6 +11,8 @@
  *    error exactly once, then 0 until a new error is set.
  * The flush policy (flush_error=) that decides whether errors are recorded
  * at all is built on this (issue 5).
+ *
+ * Design: docs/design/flush.md (the error each open file is told once).
  */
 #ifndef ORDFS_ERRSEQ_H
 #define ORDFS_ERRSEQ_H

@@ -12,6 +12,8 @@
  *    under a steady stream of fsyncs.  So a commit someone waits for finds
  *    at most one background chunk ahead of it at the disk, instead of
  *    whatever the FIFO of FUSE requests and host writeback put there.
+ *
+ * Design: docs/design/write-routes.md (background writeback yields to waited-on syncs).
  */
 #ifndef ORDFS_FLUSH_GATE_H
 #define ORDFS_FLUSH_GATE_H

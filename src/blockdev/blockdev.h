@@ -32,6 +32,9 @@
  *    shared, then only by blockdev_grow_size().  A device grows after what
  *    it wraps, so a wrapper's size is never past its inner device's: every
  *    byte below a device's size is readable and writable through it.
+ *
+ * Design: docs/design/README.md (the layers), flush.md (the flush guard),
+ * allocation.md (the host of a sparse image), nbd.md.
  */
 #ifndef ORDFS_BLOCKDEV_H
 #define ORDFS_BLOCKDEV_H

@@ -4,7 +4,7 @@
  * Owns: one in-memory copy ("buffer") per cached metadata block (bitmaps,
  * inode table blocks, extent, directory, xattr and symlink blocks, the
  * superblock).  File data does not live here: it lives in each inode's page
- * cache (see DESIGN.md, "delayed allocation").
+ * cache (see design/write-routes.md, "delayed allocation").
  *
  * Rules:
  *  - A buffer is returned with a reference; drop it with bcache_put().  Only
@@ -21,6 +21,8 @@
  *  - bcache->lock guards the hash table, LRU and reference counts; it is a
  *    leaf lock (nothing else is taken while holding it).  A buffer's io_lock
  *    serialises the first read of a block so concurrent readers read once.
+ *
+ * Design: docs/design/journal.md (copy at commit: pinned buffers).
  */
 #ifndef ORDFS_BCACHE_H
 #define ORDFS_BCACHE_H

@@ -10,6 +10,8 @@
  * Rules: never writes; never trusts a field (everything goes through the
  * verifying decoders); reports every problem through the callback with a
  * code from check_problem and a one-line message, and keeps going.
+ *
+ * Design: docs/design/checker.md.
  */
 #ifndef ORDFS_CHECK_H
 #define ORDFS_CHECK_H

@@ -118,7 +118,7 @@ enum slot_state { SLOT_OK, SLOT_CORRUPT, SLOT_USED_UNMARKED, SLOT_MARKED_EMPTY }
  * Read through the inode cache (inode_get), never from the table buffer
  * directly: a cached inode is rewritten in its slot under its raw_lock,
  * so a bare read could see it half written, while the cache hands out its
- * copy, or reads an uncached slot as its only reader (DESIGN.md,
+ * copy, or reads an uncached slot as its only reader (design/locking.md,
  * "Locking": the cache hands out only whole inodes). */
 static enum slot_state slot_state(struct scrubber *s, uint32_t ino, bool *used,
 				  struct inode **keep)

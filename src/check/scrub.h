@@ -1,7 +1,7 @@
 /*
  * scrub.h - the online scrub: a check of a mounted, live filesystem's
  * metadata and cross-references, without unmounting (ordfsctl scrub,
- * as xfs_scrub is for XFS).  DESIGN.md, "Online scrub".
+ * as xfs_scrub is for XFS).  design/checker.md, "Online scrub".
  *
  * Owns: what a scrub checks and how it tells a real contradiction from
  * the passing states of operations that run beside it:
@@ -25,7 +25,7 @@
  *    without the locks that make it stable (an inode slot against its
  *    bitmap bit) is read again, after the journal's running transaction
  *    has committed, and reported only if it is still there.
- *  - Locks as any operation takes them (DESIGN.md, "Locking"): one inode
+ *  - Locks as any operation takes them (design/locking.md): one inode
  *    lock, and a second only tried, never waited for (the two may be
  *    parent and child, whose order their numbers do not give); never a
  *    handle; the allocator's lock only under an inode lock, as writeback

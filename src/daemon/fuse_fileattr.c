@@ -48,7 +48,8 @@ static struct ordfs_flags_caller flags_caller_of(fuse_req_t req)
 		.cap_fowner = (caps >> CAP_FOWNER) & 1,
 		.cap_linux_immutable = (caps >> CAP_LINUX_IMMUTABLE) & 1,
 		/* j: CAP_SYS_RESOURCE as on ext4, or CAP_SYS_ADMIN (root in a
-		 * container without CAP_SYS_RESOURCE: DESIGN.md, "File flags") */
+		 * container without CAP_SYS_RESOURCE: design/flags.md, "File
+		 * flags") */
 		.cap_sys_resource = ((caps >> CAP_SYS_RESOURCE) & 1) || ((caps >> CAP_SYS_ADMIN) & 1),
 	};
 	return c;

@@ -64,7 +64,7 @@ static bool caller_may_administer(fuse_req_t req)
 }
 
 /* FS_IOC_SHUTDOWN's flags, read from the caller's memory; LOGFLUSH when
- * they cannot be read (DESIGN.md, "Shutdown"). */
+ * they cannot be read (design/remount-shutdown.md). */
 static uint32_t shutdown_flags(fuse_req_t req, void *arg)
 {
 	uint32_t flags;

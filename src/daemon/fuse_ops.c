@@ -20,8 +20,9 @@
  *  - Every open regular file has a struct ordfs_file in fi->fh: its
  *    cursor into the file's write errors, so fsync through it reports each
  *    error once (errseq).
- *  - Caching (DESIGN.md, "What the kernel caches"): attributes, names and
- *    absent names are cached for a day (DAEMON_*_TIMEOUT): every change
+ *  - Caching (design/caches.md, "What the kernel caches"): attributes, names
+ *    and absent names are cached for a day (DAEMON_*_TIMEOUT): every
+ *    change
  *    but the filesystem's own reaches ordfs through the kernel, which
  *    updates or drops what it holds, and the filesystem's own changes are
  *    told to it (daemon_attr_changed).  File pages and readdir results
@@ -31,7 +32,7 @@
  *    cache is off unless -o writeback_cache asks for it (op_init): by
  *    default every write() reaches the daemon in order and every READ we
  *    get is a read a program made (or its readahead); with it, the kernel
- *    sends written pages later, before FSYNC and at close (DESIGN.md,
+ *    sends written pages later, before FSYNC and at close (design/caches.md,
  *    "Writes through the kernel").  Direct I/O is synchronous (op_init
  *    turns FUSE_CAP_ASYNC_DIO off), so the kernel drops the pages a
  *    direct write covers after our reply, AIO included; the daemon never
@@ -797,7 +798,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* Writeback cache off by default: every write reaches the daemon at
 	 * once (delayed allocation, ENOSPC at write(), fsync that waits only
 	 * for its own data).  -o writeback_cache lets the kernel hold written
-	 * pages and send them later (DESIGN.md, "Writes through the kernel"). */
+	 * pages and send them later (design/caches.md, "Writes through the
+	 * kernel"). */
 	if (dc->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
@@ -825,12 +827,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 #endif
 	/* Kept pages are dropped when the kernel sees a file's mtime or size
 	 * change (libfuse asks for it by default; the caching rules of
-	 * DESIGN.md, "What the kernel caches", rely on it, so ask here). */
+	 * design/caches.md, "What the kernel caches", rely on it, so ask
+	 * here). */
 	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	/* Direct I/O is synchronous, so a direct write never leaves older
-	 * pages behind (DESIGN.md, "What the kernel caches", direct writes).
-	 * The kernel drops the written range's pages before a direct write
+	 * pages behind (design/caches.md, "What the kernel caches", direct
+	 * writes). The kernel drops the written range's pages before a direct
+	 * write
 	 * and again once it has our reply, but with FUSE_CAP_ASYNC_DIO
 	 * (libfuse's default) an AIO write goes back to io_submit as queued
 	 * and that second pass never runs: a page a buffered reader filled

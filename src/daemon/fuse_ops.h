@@ -1,6 +1,8 @@
 /*
  * fuse_ops.h - the FUSE lowlevel operations table of the ordfs daemon, and
  * the context its requests carry (the op files: see fuse_glue.h).
+ *
+ * Design: docs/design/daemon.md, caches.md.
  */
 #ifndef ORDFS_FUSE_OPS_H
 #define ORDFS_FUSE_OPS_H
@@ -57,7 +59,7 @@ void daemon_release_all_files(struct daemon_ctx *dc);
 /* How long the kernel may trust what it caches: ordfs is the only writer
  * of its image and every change but those the filesystem makes on its own
  * reaches it through the kernel, which updates or drops what it holds;
- * the rest the daemon tells it (daemon_attr_changed).  DESIGN.md,
+ * the rest the daemon tells it (daemon_attr_changed).  design/caches.md,
  * "What the kernel caches". */
 #define DAEMON_ATTR_TIMEOUT 86400.0
 #define DAEMON_ENTRY_TIMEOUT 86400.0

@@ -511,7 +511,7 @@ int main(int argc, char **argv)
 	 * that are allocated and freed at the write rate.  glibc would give
 	 * the memory back to the kernel and fault it in again (zeroed) for
 	 * every few MiB; keeping up to 256 MiB free for reuse cut bench B4's
-	 * write ... (see DESIGN.md, "The daemon"). */
+	 * write ... (see design/daemon.md, "The daemon"). */
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	mallopt(M_TOP_PAD, 16 << 20);
 	/* Setting those fixes glibc's mmap threshold at 128 KiB (it no longer

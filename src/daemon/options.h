@@ -38,7 +38,8 @@ struct daemon_options {
 	bool nbd_nofua;           /* -o nofua: no FUA even where the server has it */
 	bool read_ahead_given; /* on the command line or in the image */
 	/* The kernel holds written data and sends it later (FUSE's writeback
-	 * cache; off by default: DESIGN.md, "Writes through the kernel"). */
+	 * cache; off by default: design/caches.md, "Writes through the
+	 * kernel"). */
 	bool writeback_cache;
 	/* -o io_uring=off|auto|on: how requests reach the daemon
 	 * (transport/transport.h); auto by default. */

@@ -20,6 +20,8 @@
  *    seen twice).  Cookies 1 and 2 never name an entry, so the FUSE glue may
  *    use them for "." and ".." and resume with dir_readdir(..., 2, ...).
  *  - d.size of a directory is its number of blocks times the block size.
+ *
+ * Design: docs/design/directories.md.
  */
 #ifndef ORDFS_DIR_H
 #define ORDFS_DIR_H

@@ -19,6 +19,8 @@
  *  - On success the functions have updated inode->d (root, blocks count) and
  *    written it with inode_write(); on failure nothing is half-done in
  *    memory that the next call could trip over.
+ *
+ * Design: docs/design/allocation.md (rules E1-E9), write-routes.md (shifts).
  */
 #ifndef ORDFS_EXTENT_H
 #define ORDFS_EXTENT_H

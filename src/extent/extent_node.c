@@ -16,8 +16,9 @@
  *     the device.  Anything wrong is -EUCLEAN and nothing is changed.
  *     A block already cached is not checksummed again: the journal sets
  *     checksums in its commit copies, so a block changed in memory carries
- *     a stale one (DESIGN.md, "copy at commit").  So a block that failed
- *     its checksum is refused on that read but, while it stays cached, only
+ *     a stale one (design/journal.md, "copy at commit").  So a block that
+ *     failed its checksum is refused on that read but, while it stays cached,
+ *     only
  *     its structure is checked (fsck reads every block fresh).
  *     Lookups, the hot path, check a cached node's headers and only the
  *     records they use (every cached node was fully checked when read);

@@ -23,7 +23,8 @@
  *    key at or after `start` (counted when asked, with room for one split
  *    made earlier in the same handle) and the inode.  A shift is never
  *    split over handles: the caller asks for the credits and refuses what
- *    the journal cannot hold (DESIGN.md, "Collapse and insert range").
+ *    the journal cannot hold (design/write-routes.md, "Collapse and insert
+ *    range").
  */
 #include <errno.h>
 #include <stdbool.h>

@@ -7,7 +7,7 @@
  *  - The copy is a write of the destination made from the source's
  *    current contents: it goes through the destination's pages
  *    (file_page_get, which reserves a block for a page over a hole) and
- *    from there the write routes of writeback/ (DESIGN.md, "Write
+ *    from there the write routes of writeback/ (design/write-routes.md, "Write
  *    routes"), so data=ordered, data=journal and a file's j flag keep
  *    their rules for the new blocks exactly as for write(2), and the
  *    dirty-data bound holds (writeback_balance_dirty_locked per chunk).

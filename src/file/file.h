@@ -5,6 +5,8 @@
  *
  * Rules: inode->lock held exclusively and no handle held, unless said
  * otherwise.
+ *
+ * Design: docs/design/write-routes.md.
  */
 #ifndef ORDFS_FILE_H
 #define ORDFS_FILE_H

@@ -16,8 +16,9 @@
  *    before it switches its journaling mode.  ext4 also empties the
  *    journal when j goes; ordfs needs not: a block with a logged copy has
  *    a cached buffer and is written through the log in every mode
- *    (DESIGN.md, "coherence"), and freed data blocks are revoked in every
- *    mode [J6].
+ *    (design/write-routes.md, "coherence"), and freed data blocks are
+ *    revoked in every mode
+ *    [J6].
  *  - j changes only for a caller with cap_sys_resource (ext4's
  *    CAP_SYS_RESOURCE; the daemon also counts CAP_SYS_ADMIN), after the
  *    owner and CAP_LINUX_IMMUTABLE rules (iflags_may_set).

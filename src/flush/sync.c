@@ -19,6 +19,8 @@
  *    a file with anything still to write returns -EIO.
  *  - fsync writes a lazily kept atime (lazytime) with the inode; sync
  *    writes every one.
+ *
+ * Design: docs/design/journal.md (fsync = durable), flush.md.
  */
 #include <errno.h>
 

@@ -27,6 +27,9 @@
  *                                           (and, with GROUP_BITMAPS, the bitmap
  *                                           blocks of the groups past the area)
  *   block_count - 1                         backup superblock
+ *
+ * Design: docs/FORMAT.md, the same format byte by byte; docs/design/checker.md
+ * (what each decoder refuses of an image from outside).
  */
 #ifndef ORDFS_FORMAT_H
 #define ORDFS_FORMAT_H

@@ -16,7 +16,7 @@
  *    flag ordfs does not keep, or one the type may not carry, is
  *    EOPNOTSUPP; an immutable inode that stays immutable may not change
  *    any other flag (EPERM).  Unlike ext4, j needs no CAP_SYS_RESOURCE
- *    (DESIGN.md, "File flags": what it costs is the file's own writes
+ *    (design/flags.md, "File flags": what it costs is the file's own writes
  *    twice and log room, as data=journal for a user's own mount).
  *  - i refuses every change of the inode and of its names; a refuses all
  *    but appending data, preallocating and setting times to now; an i or a

@@ -24,7 +24,7 @@
  *    out is used only if its slot is free on disk and no live inode is
  *    cached under it; otherwise the create fails with -EUCLEAN, the bit
  *    stays set (so the number is not offered again) and one line names
- *    the inode.  DESIGN.md, "Allocation".
+ *    the inode.  design/allocation.md.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  *    directory blocks and its page cache.  Readers take it shared, writers
  *    exclusive.  Two inodes are locked in ascending inode number, except
  *    parent-before-child in lookups; directory renames also take
- *    fs-level rename_lock first (see DESIGN.md, "Locking").
+ *    fs-level rename_lock first (see design/locking.md).
  *  - inode->d is authoritative in memory; inode_write() copies it into the
  *    inode table buffer under a handle.  d.size is the on-disk size
  *    (i_disksize): it covers only data whose allocation is recorded.
@@ -25,6 +25,8 @@
  *    their bytes or checksum bytes they did not write (ext4's i_raw_lock).
  *    d.next_orphan is the orphan list's (orphan.h): written holding
  *    orphan_lock and raw_lock, read holding either.
+ *
+ * Design: docs/design/locking.md (whole inodes), allocation.md (new inodes).
  */
 #ifndef ORDFS_INODE_H
 #define ORDFS_INODE_H

@@ -15,7 +15,7 @@
  * the checkpoint writes home.  So a commit never blocks modifications for
  * longer than one memcpy per buffer, and the checkpoint never writes bytes
  * of an uncommitted transaction.  (jbd2 freezes buffers on first write
- * access during a commit instead; see DESIGN.md for why we copy.)
+ * access during a commit instead; see design/journal.md for why we copy.)
  *
  * The durability rules.  Code that keeps one cites it as [Jn].
  *
@@ -54,6 +54,8 @@
  * fields of struct buf.  Order: inode locks -> journal_start (may sleep) ->
  * allocator lock -> state_lock -> bcache lock.  One commit thread does all
  * commits and checkpoints, so log I/O is never concurrent with itself.
+ *
+ * Design: docs/design/journal.md.
  */
 #ifndef ORDFS_JOURNAL_H
 #define ORDFS_JOURNAL_H
@@ -166,7 +168,7 @@ int journal_get_write_access(struct handle *h, struct buf *b, unsigned flags);
  * handle: file data that goes through the log (data=journal, a small
  * fsync's new data, a truncate's zeroed last block).  The block gets a
  * cached buffer, so later writes of it are logged too and reads find the
- * newest bytes there (DESIGN.md, "coherence").  One credit. */
+ * newest bytes there (design/write-routes.md, "coherence").  One credit. */
 int journal_log_block(struct handle *h, uint64_t blockno, const void *data);
 /* A block is being freed in this handle's transaction: drop it from the
  * transaction, record a revoke if the log holds it (J6), and remember the

@@ -2,14 +2,16 @@
  * lock.h - every lock of ordfs, with its place in the lock order.
  *
  * Owns: struct ordfs_mutex and struct ordfs_rwlock (a pthread lock plus
- * its class), the table of lock classes below (DESIGN.md's lock order in
- * code), and the run-time check of that order.
+ * its class), the table of lock classes below (design/locking.md's lock
+ * order in code), and the run-time check of that
+ * order.
  *
  * Rules:
  *  - Every lock gets its class at init.  A thread may take a lock only if
  *    every lock it holds has a lower level; classes marked NESTS may also
  *    be taken at their own level (inode locks: the callers order them by
- *    the rules in DESIGN.md, parent before child, else by inode number).
+ *    the rules in design/locking.md, parent before child, else by inode
+ *    number).
  *  - The check runs in debug and sanitizer builds (ORDFS_DEBUG_CHECKS):
  *    each thread keeps the locks it holds; taking one out of order logs
  *    both locks and aborts, so a test that only *could* deadlock fails.
@@ -17,6 +19,8 @@
  *  - A journal handle counts as a lock of class LOCK_HANDLE (journal.c
  *    takes and drops it): nothing of a lower level, an inode lock above
  *    all, may be taken while a handle is open.
+ *
+ * Design: docs/design/locking.md.
  */
 #ifndef ORDFS_LOCK_H
 #define ORDFS_LOCK_H

@@ -17,6 +17,8 @@
  * The root directory is owned by root (ordfs_mkfs_write) or by the owner
  * given (ordfs_mkfs_write_owned: mke2fs's -E root_owner); lost+found by
  * root, always, as mke2fs makes it.
+ *
+ * Design: docs/design/README.md (mkfs -d in the library's tools layer).
  */
 #ifndef ORDFS_MKFS_H
 #define ORDFS_MKFS_H

@@ -3,7 +3,7 @@
  * the geometry and the new groups' blocks are super/grow.c's):
  * what resize.ordfs asks the daemon for when the image is mounted.
  *
- * Rules kept here (docs/DESIGN.md, "Growing a filesystem"):
+ * Rules kept here (design/grow.md, "Growing a filesystem"):
  *  - One grow or remount at a time (remount_lock); the filesystem must be
  *    writable.  The caller has made the device its new size
  *    (blockdev_refresh_size) before.

@@ -6,7 +6,7 @@
  *
  * Rules: nothing here changes a byte of the image (allocating host space
  * for the log is fallocate FALLOC_FL_KEEP_SIZE), so a refused mount still
- * leaves the image as it was.  DESIGN.md, "When the host fills up".
+ * leaves the image as it was.  design/allocation.md, "When the host fills up".
  */
 #ifndef ORDFS_MOUNT_HOST_SPACE_H
 #define ORDFS_MOUNT_HOST_SPACE_H

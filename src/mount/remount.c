@@ -1,6 +1,7 @@
 /*
  * remount.c - changing a mounted filesystem's options, as ext4's remount
- * does (mount -o remount, ordfsctl remount; DESIGN.md, "Remount").
+ * does (mount -o remount, ordfsctl remount; design/remount-shutdown.md,
+ * "Remount").
  *
  * Owns: ordfs_remount, ordfs_options_in_force and the remount,ro state
  * (fs->remounted_ro).  Rules:

@@ -20,7 +20,7 @@
  *    directory's lock (acl_inherit_prepare: the directory's default ACL,
  *    or else the caller's umask); its xattr block comes out of a block
  *    reserved beforehand, so only I/O can fail after the name is added.
- *  - An entry is untrusted (DESIGN.md, "Locking"): a directory it names
+ *  - An entry is untrusted (design/locking.md): a directory it names
  *    is neither the directory holding it nor the root, and has that
  *    directory as its '..' (namei_check_child).  Checked before any lock
  *    of the named inode is taken under the directory's, so an image whose

@@ -25,6 +25,8 @@
  *    (inode_put keeps it), so the in-memory pointers stay valid.
  *  - After mount the list on disk and in memory are the same: the mount
  *    loads the chain (orphan_list_load) and frees what it names.
+ *
+ * Design: docs/design/directories.md (orphans), allocation.md (the ENOSPC retry).
  */
 #ifndef ORDFS_ORPHAN_H
 #define ORDFS_ORPHAN_H

@@ -1,5 +1,7 @@
 /*
  * stats.h - a mounted filesystem's numbers for `ordfsctl stats`.
+ *
+ * Design: docs/design/daemon.md (statistics and discard).
  */
 #ifndef ORDFS_STATS_H
 #define ORDFS_STATS_H

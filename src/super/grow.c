@@ -4,7 +4,7 @@
  * (grow_online.c does the mounted one with the same pieces).
  *
  * Rules kept here (docs/FORMAT.md, "What grows on disk, and in which
- * order"; docs/DESIGN.md, "Growing a filesystem"):
+ * order"; design/grow.md, "Growing a filesystem"):
  *  - No area moves.  Blocks the block bitmap's area covers take its bits;
  *    past its reach the filesystem gets groups with their bitmap block in
  *    their own first block (INCOMPAT_GROUP_BITMAPS, format.h).

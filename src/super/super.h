@@ -6,6 +6,8 @@
  * Rules: nothing here is called with a handle open that it might have to
  * start itself [J8]; the superblock in memory (fs->sb) is guarded by
  * fs->sb_lock.
+ *
+ * Design: docs/design/flush.md (errors=), nbd.md (the owner record), grow.md.
  */
 #ifndef ORDFS_SUPER_H
 #define ORDFS_SUPER_H

@@ -1,9 +1,10 @@
 /*
  * route.h - where a run of dirty pages goes at writeback: the rules of
- * DESIGN.md, "Write routes", as one function of the facts that decide
- * them (tests/unit/test_wb_route.c checks it against a table of them).
+ * design/write-routes.md, "Write routes", as one function of the facts that
+ * decide them (tests/unit/test_wb_route.c checks it against a table of
+ * them).
  *
- * Rules (the reasons are in route.c and DESIGN.md):
+ * Rules (the reasons are in route.c and design/write-routes.md):
  *  - A page over a hole is allocated (ALLOC), a page over an unwritten
  *    extent is converted (CONVERT), a page over a written block that holds
  *    bytes past the size on disk extends the file (EXTEND), any other page

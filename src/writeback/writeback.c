@@ -55,7 +55,8 @@
 
 /* Background writeback goes to the disk in chunks of this size, letting
  * waited-on syncs go first before each (base/gate.h), but never waiting
- * longer than WB_YIELD_MAX_US per chunk.  bench B2: see DESIGN.md. */
+ * longer than WB_YIELD_MAX_US per chunk.  bench B2: see
+ * design/write-routes.md. */
 #define WB_CHUNK_BYTES (128u << 10)
 #define WB_YIELD_MAX_US 2000u
 #define WB_BUFFER_BYTES (1u << 20) /* a sync's own writeback, per device write */

@@ -20,6 +20,8 @@
  * waits for another inode's data.  A page that fails to be written stays
  * dirty and its error goes to the file's errseq (reported once per open
  * file description).
+ *
+ * Design: docs/design/write-routes.md.
  */
 #ifndef ORDFS_WRITEBACK_H
 #define ORDFS_WRITEBACK_H

@@ -24,6 +24,8 @@
  *    directories); the core stores any valid name on any inode type,
  *    except the two ACL names, whose values and inode types follow acl.h
  *    (setting one also sets the mode, in the same handle).
+ *
+ * Design: docs/design/xattrs-acls.md.
  */
 #ifndef ORDFS_XATTR_H
 #define ORDFS_XATTR_H

@@ -15,7 +15,7 @@
  *    went onto it.  What they cannot see, finding 3 itself (a data block of
  *    a file this mount has not touched), is left to the full
  *    cross-reference of fsck and the online scrub: no test here pretends
- *    otherwise (DESIGN.md, "Allocation").
+ *    otherwise (design/allocation.md).
  */
 #include <dirent.h>
 #include <fcntl.h>

@@ -5,8 +5,9 @@
  * The kernel's FUSE client (fs/fuse/file.c, fuse_file_fallocate, up to at
  * least Linux 6.18) passes only KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE to a
  * daemon and answers every other mode EOPNOTSUPP itself; the daemon never
- * hears of a collapse or an insert (DESIGN.md, "Collapse and insert
- * range").  So what this test can see depends on the kernel:
+ * hears of a collapse or an insert (design/write-routes.md, "Collapse and
+ * insert range").  So what this test can see depends on the
+ * kernel:
  *  - a kernel that refuses: fallocate(2) fails with EOPNOTSUPP and the
  *    file, read through a descriptor that has it in the page cache and
  *    through a new open, and after kill -9 and a remount, is unchanged;

@@ -15,9 +15,10 @@
  * generation g.  A page of generation g - 1 is the bug: the kernel kept a
  * page a reader filled with the old bytes while the write was in flight
  * (an AIO write that the kernel returns as queued skips the invalidation
- * after the write; the daemon turns asynchronous direct I/O off, DESIGN.md,
- * "What the kernel caches", direct writes).  AIO under relatime, noatime and
- * -o writeback_cache, and a synchronous pwrite (always invalidated after
+ * after the write; the daemon turns asynchronous direct I/O off,
+ * design/caches.md, "What the kernel caches", direct writes).  AIO under
+ * relatime, noatime and -o writeback_cache, and a synchronous pwrite (always
+ * invalidated after
  * the write) under relatime.
  *
  * Rules: readers are children that die with the test (PR_SET_PDEATHSIG),

@@ -1,7 +1,8 @@
 /*
  * test_mnt_hostfull.c - the real daemon on a sparse 64 MiB image on a
- * tmpfs of 24 MiB that the test mounts itself (DESIGN.md, "When the host
- * fills up"):
+ * tmpfs of 24 MiB that the test mounts itself (design/allocation.md, "When
+ * the host fills
+ * up"):
  *  - writing until the host is full: the writer gets ENOSPC, never EIO;
  *    the daemon says once that the filesystem holding the image is full,
  *    naming the image and the tmpfs; the mount warned that the host has

@@ -1,7 +1,8 @@
 /*
- * test_mnt_remount.c - remounting the real daemon (DESIGN.md, "Remount"),
- * through `ordfsctl remount` as root (mount(8)'s path, mount.fuse3 ->
- * `ordfs ... -o remount`, is tests/cli/test_mount_integration.sh's):
+ * test_mnt_remount.c - remounting the real daemon
+ * (design/remount-shutdown.md, "Remount"), through `ordfsctl remount` as root
+ * (mount(8)'s path, mount.fuse3 -> `ordfs ... -o remount`, is
+ * tests/cli/test_mount_integration.sh's):
  *  - ro: writes and creates get EROFS from the kernel and from the
  *    daemon, the kernel shows ro, the image is clean at once (no
  *    RECOVER: a power cut now needs no replay), data written before

@@ -1,6 +1,7 @@
 /*
- * test_mnt_shutdown.c - FS_IOC_SHUTDOWN on the real daemon (DESIGN.md,
- * "Shutdown"), with each of its three flags:
+ * test_mnt_shutdown.c - FS_IOC_SHUTDOWN on the real daemon
+ * (design/remount-shutdown.md, "Shutdown"), with each of its three
+ * flags:
  *  - the daemon honours the flags the caller passed (it reads them from the
  *    caller's memory: FUSE carries no argument in for an _IOR number), and
  *    says which in its log;

@@ -10,7 +10,7 @@
  * mutt case (a read after a writer closed still moves atime, and a page
  * the kernel reads to complete a delivery's partial write does not).  Given up:
  * a write past the free space succeeds in write(2) and fails later, so
- * fsync reports ENOSPC (once); the image stays consistent.  DESIGN.md,
+ * fsync reports ENOSPC (once); the image stays consistent.  design/caches.md,
  * "Writes through the kernel".
  */
 #include <errno.h>

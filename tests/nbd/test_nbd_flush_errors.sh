@@ -2,7 +2,7 @@
 # test_nbd_flush_errors.sh - the NBD server's flush fails (file_plugin.sh,
 # an nbdkit sh plugin serving an image file, answers NBD_CMD_FLUSH with
 # EIO while a trigger file exists), once under each flush_error= policy
-# (DESIGN.md, "Flush failures"):
+# (design/flush.md, "Flush failures"):
 #   report      the fsync that depends on the failed flush gets EIO (also
 #               through an open file kept open), ordfsctl stats counts the
 #               failed flushes; once the server flushes again the same open

@@ -1,6 +1,6 @@
 /*
  * test_hostfull.c - a sparse image on a host filesystem that fills up
- * (DESIGN.md, "When the host fills up"), through the library on the
+ * (design/allocation.md, "When the host fills up"), through the library on the
  * simulated host (blockdev_hostsim_create: a memory image whose host has
  * room for a given number of bytes):
  *  - freed blocks the host still backs are reused before holes;

@@ -1,6 +1,6 @@
 /*
  * test_wb_route.c - the write route (writeback/route.h) against the rules
- * of docs/DESIGN.md, "Write routes": first the table there, row by row,
+ * of design/write-routes.md, "Write routes": first the table there, row by row,
  * then every combination of the facts against each rule stated alone.
  */
 #include "suite_main.h"
@@ -19,7 +19,8 @@
 #define TAIL .extends = true
 #define DATA .delayed = false
 
-/* DESIGN.md's table: facts -> route, and whether in place it is ordered. */
+/* design/write-routes.md's table: facts -> route, and whether in place it is
+* ordered. */
 static const struct {
 	struct wb_route_facts facts;
 	enum wb_route route;

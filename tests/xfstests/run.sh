@@ -53,8 +53,9 @@
 #
 # Remount: mount -o remount (xfstests' _scratch_remount ro) reaches the
 # mount helper, which runs the daemon's binary with 'remount': it asks the
-# running daemon to remount and sets the kernel's flags (DESIGN.md,
-# "Remount"), as for ext4.
+# running daemon to remount and sets the kernel's flags
+# (design/remount-shutdown.md, "Remount"), as for
+# ext4.
 #
 # Exit status: 0 if check ran and every test passed or was not run, 1 if
 # some failed, 2 if the run could not be set up.
