@@ -11,7 +11,7 @@ Checks, each failure one line:
   - every test a page names exists (a meson test, or a test function or
     script in tests/), so a rules table never cites a test that is gone;
   - every rule label in a page's rules table is defined once across pages;
-  - every docs/design/PAGE.md that a file of the tree names exists, and
+  - every page of docs/design/ that a file of the tree names exists, and
     every folder of src/ names its page in a header comment;
   - no file of the tree names the old single-file design document.
 With --old: every heading, every bold lead ("**The order**"), every rule
