@@ -9,7 +9,8 @@
 # the normal build: ORDFS_SQLITE_STATES) and 6 kill -9 rounds (20:
 # ORDFS_KILL_ROUNDS); the ASan build leaves the NBD suite to the normal
 # and TSan builds (its code is the daemon's threads, which TSan is for).
-# The whole run must stay under 30 minutes on 2 cores.
+# The whole run must stay under 40 minutes on 2 cores; the summary gives
+# each tier's wall-clock seconds (its build and its tests) and the total.
 #
 # Usage: scripts/test.sh
 #   BUILD_DIR (default build), ASAN_BUILD_DIR (default build-asan) and
@@ -24,6 +25,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+started=$SECONDS
 BUILD_DIR=${BUILD_DIR:-build}
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
@@ -34,7 +36,16 @@ bash scripts/install-deps.sh
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
 
-declare -A result skips
+declare -A result skips seconds
+# timed NAME COMMAND...: runs COMMAND and keeps the wall-clock seconds it
+# took in seconds[NAME]; returns its status.
+timed() {
+	local name=$1 t0=$SECONDS rc=0
+	shift
+	"$@" || rc=$?
+	seconds[$name]=$((SECONDS - t0))
+	return $rc
+}
 # report_skips NAME DIR: lists the tests the last `meson test` in DIR
 # skipped (exit 77; from meson-logs/testlog.json) with the reason each
 # printed, and the cases skipped inside tests that ran (their "SKIP ..."
@@ -154,14 +165,14 @@ set_uring 0
 # bounded 150 s of mutated images through the daemon's request handlers
 # and fsck) runs in the ASan+UBSan tier, where a sanitizer report is
 # caught too; the normal tier leaves it to that one.
-TEST_ARGS="--no-suite hostile" run_suite normal "$BUILD_DIR" || true
+TEST_ARGS="--no-suite hostile" timed normal run_suite normal "$BUILD_DIR" || true
 set_uring 1
 ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} ORDFS_SQLITE_STATES=${ORDFS_SQLITE_STATES:-300} \
 	TEST_ARGS="--no-suite nbd" \
-	run_suite asan+ubsan "$ASAN_BUILD_DIR" -Db_sanitize=address,undefined -Db_lundef=false || true
+	timed asan+ubsan run_suite asan+ubsan "$ASAN_BUILD_DIR" -Db_sanitize=address,undefined -Db_lundef=false || true
 result[tsan]="skipped (TSAN=0)"
 if [ "${TSAN:-1}" != 0 ]; then
-	run_tsan_suite
+	timed tsan run_tsan_suite
 fi
 set_uring 0
 
@@ -169,7 +180,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 result[fuzz]="skipped (FUZZ_SECONDS=0)"
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
 	echo "=== fuzz: fuzz_image for $FUZZ_SECONDS s"
-	if bash scripts/fuzz.sh "$FUZZ_SECONDS"; then
+	if timed fuzz bash scripts/fuzz.sh "$FUZZ_SECONDS"; then
 		result[fuzz]="passed"
 	else
 		result[fuzz]="FAILED (crash-* files in build-fuzz/)"
@@ -181,7 +192,11 @@ echo "=== summary ($uring_note)"
 status=0
 for name in normal asan+ubsan tsan fuzz; do
 	skipped=${skips[$name]:-}
-	printf '%-12s %s%s\n' "$name" "${result[$name]}" "${skipped:+ ($skipped)}"
+	took=${seconds[$name]:-}
+	printf '%-12s %s%s%s\n' "$name" "${result[$name]}" "${skipped:+ ($skipped)}" \
+		"${took:+ [$took s]}"
 	case "${result[$name]}" in passed | skipped*) ;; *) status=1 ;; esac
 done
+printf '%-12s [%d s] (the dependencies, every tier and the fuzz run)\n' total \
+	$((SECONDS - started))
 exit $status

@@ -5,12 +5,14 @@
  *
  * Rules:
  *  - The copy is a write of the destination made from the source's
- *    current contents: it goes through the destination's pages
- *    (file_page_get, which reserves a block for a page over a hole) and
- *    from there the write routes of writeback/ (design/write-routes.md, "Write
- *    routes"), so data=ordered, data=journal and a file's j flag keep
- *    their rules for the new blocks exactly as for write(2), and the
+ *    current contents: each chunk goes through the write path's own page
+ *    loop (file_write_locked, read_write.c: file_page_get, which reserves
+ *    a block for a page over a hole, the gap after EOF, size, mtime and
+ *    ctime) and from there the write routes of writeback/
+ *    (design/write-routes.md, "Write routes"), so data=ordered, data=journal and a file's j flag
+ *    keep their rules for the new blocks exactly as for write(2), and the
  *    dirty-data bound holds (writeback_balance_dirty_locked per chunk).
+ *    What is this file's own: the checks, the source read and its holes.
  *  - Read the source under its shared lock into a chunk buffer, then
  *    write the destination under its exclusive lock: never both locks at
  *    once, so no lock order between two inodes is needed, and a copy
@@ -41,7 +43,6 @@
 #include "base/ordfs_assert.h"
 #include "file.h"
 #include "ops.h"
-#include "extent/extent.h"
 #include "inode/iflags.h"
 #include "inode/inode.h"
 #include "inode/pages.h"
@@ -62,18 +63,6 @@ struct copy_chunk {
 	bool hole[COPY_CHUNK_BLOCKS];
 };
 
-/* Is lblk a hole as the file reads it: no page and no written block? */
-static int block_is_hole(struct ordfs *fs, struct inode *inode, uint64_t lblk)
-{
-	if (pages_find(inode, lblk))
-		return 0;
-	struct ordfs_extent ext;
-	int found = extent_lookup(fs, inode, lblk, &ext);
-	if (found < 0)
-		return found;
-	return !found || (ext.flags & ORDFS_EXT_UNWRITTEN);
-}
-
 /* Reads the chunk's blocks of src (shared lock held) into c->data and
  * marks its holes.  Runs of written blocks go in one device read. */
 static int chunk_read(struct ordfs *fs, struct inode *src, struct copy_chunk *c)
@@ -89,7 +78,7 @@ static int chunk_read(struct ordfs *fs, struct inode *src, struct copy_chunk *c)
 			c->hole[i++] = false;
 			continue;
 		}
-		int hole = block_is_hole(fs, src, lblk);
+		int hole = file_block_is_hole(fs, src, lblk);
 		if (hole < 0)
 			return hole;
 		c->hole[i] = hole;
@@ -140,74 +129,20 @@ static int destination_allowed(struct inode *dst)
 	return iflags_refuses(dst->d.attr_flags, IFLAGS_WRITE);
 }
 
-/* Do bytes [from, from + len) of the chunk all come from source holes? */
-static bool from_holes(const struct copy_chunk *c, uint32_t bs, size_t from, size_t len)
-{
-	for (size_t b = from / bs; b <= (from + len - 1) / bs; b++)
-		if (!c->hole[b])
-			return false;
-	return true;
-}
-
-/* Writes n bytes of the chunk, starting at byte `skip` of its data, into
- * dst at pos (exclusive lock held).  Bytes from source holes that land
- * in a destination hole are left alone: they read as zeros already.  Returns
- * the bytes written (all of n) or a negative errno with *done the bytes
- * that landed. */
-static int destination_write(struct ordfs *fs, struct inode *dst, uint64_t pos,
-			     const struct copy_chunk *c, size_t skip, size_t n, size_t *done)
-{
-	uint32_t bs = fs->block_size;
-	ORDFS_ASSERT(skip + n <= (size_t)c->nblocks * bs); /* bytes the chunk holds */
-	*done = 0;
-	if (pos > dst->size) { /* the gap after EOF reads as zeros */
-		int err = file_zero_eof_block(fs, dst);
-		if (err)
-			return err;
-	}
-	while (*done < n) {
-		uint64_t at_pos = pos + *done;
-		uint64_t lblk = at_pos / bs;
-		uint32_t at = (uint32_t)(at_pos % bs);
-		size_t len = bs - at < n - *done ? bs - at : n - *done;
-		size_t from = skip + *done; /* in c->data */
-		bool whole = at == 0 && len == bs;
-		int err = 0;
-		if (from_holes(c, bs, from, len)) {
-			int hole = block_is_hole(fs, dst, lblk);
-			if (hole < 0)
-				return hole;
-			if (hole)
-				goto advance;
-		}
-		struct page *page;
-		err = file_page_get(fs, dst, lblk, whole, &page);
-		if (err)
-			return err;
-		memcpy(page->data + at, c->data + from, len);
-advance:
-		*done += len;
-		if (at_pos + len > dst->size)
-			dst->size = at_pos + len;
-	}
-	return 0;
-}
-
-/* One chunk into dst at pos: flags asked, bytes written, times moved,
+/* One chunk into dst at pos (n bytes of its data from byte `skip`): flags
+ * asked, bytes written by the write path's loop with the chunk's holes,
  * the dirty bound kept.  Returns the bytes copied or a negative errno. */
 static ssize_t chunk_write(struct ordfs *fs, struct inode *dst, uint64_t pos,
 			   const struct copy_chunk *c, size_t skip, size_t n, bool *sync)
 {
+	ORDFS_ASSERT(skip + n <= (size_t)c->nblocks * fs->block_size); /* bytes the chunk holds */
+	struct file_holes holes = { .hole = c->hole, .skip = skip };
 	size_t done = 0;
 	ordfs_rwlock_wrlock(&dst->lock);
 	int err = destination_allowed(dst);
 	*sync = iflags_sync(dst->d.attr_flags);
 	if (!err)
-		err = destination_write(fs, dst, pos, c, skip, n, &done);
-	if (done > 0) {
-		dst->d.mtime = dst->d.ctime = ordfs_now();
-		dst->times_dirty = true;
-	}
+		err = file_write_locked(fs, dst, pos, c->data + skip, n, &holes, &done);
 	/* Past the dirty limit the copier writes back its own pages. */
 	int werr = writeback_balance_dirty_locked(fs, dst);
 	if (werr && !err && done == 0)

@@ -53,6 +53,17 @@ int file_read_block(struct ordfs *fs, struct inode *inode, uint64_t lblk, uint8_
 	return blockdev_read(fs->bd, buf, fs->block_size, phys * fs->block_size);
 }
 
+int file_block_is_hole(struct ordfs *fs, struct inode *inode, uint64_t lblk)
+{
+	if (pages_find(inode, lblk))
+		return 0;
+	struct ordfs_extent ext;
+	int found = extent_lookup(fs, inode, lblk, &ext);
+	if (found < 0)
+		return found;
+	return !found || (ext.flags & ORDFS_EXT_UNWRITTEN);
+}
+
 /* Does the metadata cache hold a buffer for block phys (whose contents,
  * logged and maybe not home yet, are then the newest)? */
 static bool block_cached(struct ordfs *fs, uint64_t phys)

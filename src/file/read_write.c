@@ -6,6 +6,11 @@
  *    reserves its block) and raises inode->size; delayed allocation
  *    leaves the blocks to writeback (writeback/).  A writer past the
  *    dirty limit then writes back its own pages before returning.
+ *  - One page loop (file_write_locked) for write() and for the
+ *    destination of copy_file_range (copy_range.c): the gap after EOF
+ *    zeroed, the bytes into pages, the size and mtime/ctime moved.  The
+ *    copy only adds that bytes from source holes over a destination hole
+ *    are not written.
  *  - read() serves pages first, then blocks (page_io.c), under the shared
  *    lock, and touches atime by the mount's policy (for the inode: A
  *    exempts it, atime_policy_for) without failing for it.
@@ -116,6 +121,56 @@ ssize_t ordfs_read_for_write(struct ordfs *fs, struct inode *inode, void *buf, s
 	return read_locked_then_atime(fs, inode, buf, len, off, false);
 }
 
+/* Do bytes [from, from + len) of the buffer all come from source holes? */
+static bool from_holes(const struct file_holes *holes, uint32_t bs, size_t from, size_t len)
+{
+	for (size_t b = (holes->skip + from) / bs; b <= (holes->skip + from + len - 1) / bs; b++)
+		if (!holes->hole[b])
+			return false;
+	return true;
+}
+
+int file_write_locked(struct ordfs *fs, struct inode *inode, uint64_t pos, const uint8_t *buf,
+		      size_t len, const struct file_holes *holes, size_t *done)
+{
+	uint32_t bs = fs->block_size;
+	int err = 0;
+	*done = 0;
+	if (pos > inode->size && len > 0) /* the gap after EOF reads as zeros */
+		err = file_zero_eof_block(fs, inode);
+	while (!err && *done < len) {
+		uint64_t at_pos = pos + *done;
+		uint64_t lblk = at_pos / bs;
+		uint32_t at = (uint32_t)(at_pos % bs);
+		size_t chunk = bs - at < len - *done ? bs - at : len - *done;
+		int hole = 0;
+		if (holes && from_holes(holes, bs, *done, chunk))
+			hole = file_block_is_hole(fs, inode, lblk); /* then leave it */
+		if (hole < 0) {
+			err = hole;
+			break;
+		}
+		if (!hole) {
+			struct page *page;
+			err = file_page_get(fs, inode, lblk, at == 0 && chunk == bs, &page);
+			if (err)
+				break;
+			memcpy(page->data + at, buf + *done, chunk);
+		}
+		*done += chunk;
+		if (at_pos + chunk > inode->size)
+			inode->size = at_pos + chunk;
+	}
+	if (*done > 0) {
+		inode->d.mtime = inode->d.ctime = ordfs_now();
+		/* Set-user-ID is not cleared here: the kernel does it, with a
+		 * setattr before the write, for writers without CAP_FSETID (and
+		 * the daemon for a copy, ordfs_drop_privs). */
+		inode->times_dirty = true;
+	}
+	return err;
+}
+
 ssize_t ordfs_write(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
 		    uint64_t off)
 {
@@ -137,8 +192,7 @@ static int write_allowed(struct inode *inode, unsigned how, uint64_t *off)
 ssize_t ordfs_write_by(struct ordfs *fs, struct inode *inode, const void *buf, size_t len,
 		       uint64_t off, unsigned how)
 {
-	uint32_t bs = fs->block_size;
-	const uint8_t *in = buf;
+	size_t landed = 0;
 	ssize_t done = 0;
 	int err = 0;
 
@@ -150,29 +204,11 @@ ssize_t ordfs_write_by(struct ordfs *fs, struct inode *inode, const void *buf, s
 	bool sync = iflags_sync(inode->d.attr_flags);
 	if (!err && (off + len < off || off + len > (1ull << 62)))
 		err = -EFBIG;
-	if (!err && off > inode->size && len > 0) /* the gap after EOF reads as zeros */
-		err = file_zero_eof_block(fs, inode);
-	while (!err && (size_t)done < len) {
-		uint64_t pos = off + (uint64_t)done;
-		uint64_t lblk = pos / bs;
-		uint32_t at = (uint32_t)(pos % bs);
-		size_t chunk = bs - at < len - (size_t)done ? bs - at : len - (size_t)done;
-		struct page *page;
-		err = file_page_get(fs, inode, lblk, at == 0 && chunk == bs, &page);
-		if (err)
-			break;
-		memcpy(page->data + at, in + done, chunk);
-		done += (ssize_t)chunk;
-		if (pos + chunk > inode->size)
-			inode->size = pos + chunk;
-	}
-	if (done > 0) {
+	if (!err)
+		err = file_write_locked(fs, inode, off, buf, len, NULL, &landed);
+	done = (ssize_t)landed;
+	if (done > 0)
 		__atomic_add_fetch(&fs->write_bytes, (uint64_t)done, __ATOMIC_RELAXED);
-		inode->d.mtime = inode->d.ctime = ordfs_now();
-		/* Set-user-ID is not cleared here: the kernel does it, with a
-		 * setattr before the write, for writers without CAP_FSETID. */
-		inode->times_dirty = true;
-	}
 	/* Past the dirty limit the writer writes back its own pages. */
 	int werr = writeback_balance_dirty_locked(fs, inode);
 	if (werr && done == 0)

@@ -52,7 +52,6 @@ fusermount3 -u -z "$MNT"
 "$BUILD/src/ordfs" "$DEV" "$MNT"
 check "a new daemon mounts after kill -9 (journal replay)" mountpoint -q "$MNT"
 check "the fsync'd file is intact" cmp "$WORK/data" "$MNT/data"
-fusermount3 -u "$MNT"
-for _ in $(seq 100); do flock -n "$DEV" true && break; sleep 0.05; done
+check "unmount; the daemon lets go of the device" unmount_image "$MNT" "$DEV"
 check "fsck.ordfs -fn after the unmount exits 0" "$BUILD/tools/fsck.ordfs" -fn "$DEV"
 summary

@@ -274,7 +274,7 @@ compare_mounted() {
 	MOUNTED=$WORK/mnt
 	python3 "$MANIFEST" "${@:3}" mnt >copy.manifest 2>manifest.err || true
 	check "  the copy's manifest was read" test ! -s manifest.err
-	fusermount3 -u mnt
+	fusermount_u mnt
 	MOUNTED=
 	flock -w 30 "$image" true
 	if diff "$src_manifest" copy.manifest >manifest.diff; then

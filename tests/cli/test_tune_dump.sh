@@ -327,7 +327,7 @@ start_daemon() {
 	return 1
 }
 stop_daemon() {
-	fusermount3 -u mnt
+	fusermount_u mnt
 	wait "$DAEMON_PID" || true
 	DAEMON_PID=
 	flock -w 30 img true

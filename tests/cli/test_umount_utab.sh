@@ -166,7 +166,7 @@ if [ "$HOOKS" = true ]; then
 	check "umount exits 0 once the daemon can finish" test $? = 0
 else
 	skip_part "the held-flush check of umount's wait: this build has no test hooks"
-	check "umount exits 0" umount "$MNT"
+	check "umount exits 0" unmount_retrying umount "$MNT"
 fi
 check "  the image is closed when umount returns (its lock is free)" image_closed
 check "  no utab line is left for the mount point" no_line
@@ -175,7 +175,7 @@ no_line || show_utab
 # --- fusermount3 -u: the daemon drops its line on its way out -----------------
 check "mount again (ordfs -f)" start_daemon "$IMG"
 check "  its line is written" wait_for one_line_of "$IMG"
-check "fusermount3 -u exits 0" fusermount3 -u "$MNT"
+check "fusermount3 -u exits 0" fusermount_u "$MNT"
 check "  the daemon exits 0" daemon_exits_0 "$DAEMON"
 check "  no utab line is left for the mount point" no_line
 no_line || show_utab
@@ -195,7 +195,7 @@ check "the detached daemon exits 0 once its last file is closed" daemon_exits_0 
 check "  the new mount's line is still there (the old daemon left it alone)" \
 	one_line_of "$IMG2"
 one_line_of "$IMG2" || show_utab
-check "umount of the new mount exits 0" umount "$MNT"
+check "umount of the new mount exits 0" unmount_retrying umount "$MNT"
 check "  its daemon exits 0" daemon_exits_0 "$DAEMON"
 check "  no utab line is left" no_line
 
@@ -211,7 +211,7 @@ check "mount the image again on the same mount point" \
 	env PATH="$SHADOW:$PATH" "$BUILD/src/ordfs" "$IMG" "$MNT" 2>>"$WORK/daemon.log"
 check "  utab has one line for it, not two" one_line_of "$IMG"
 one_line_of "$IMG" || show_utab
-check "umount exits 0" umount "$MNT"
+check "umount exits 0" unmount_retrying umount "$MNT"
 check "  the image is closed when umount returns" image_closed
 check "  no utab line is left" no_line
 

@@ -278,6 +278,35 @@ void mnt_run(char *const argv[], const char *envvar, struct mnt_run_result *r)
 	}
 }
 
+/* An unmount that failed because the kernel still holds the mount busy
+ * (EBUSY: fusermount3's "Device or resource busy", umount(8)'s "target
+ * is busy")? */
+static bool says_busy(const struct mnt_run_result *r)
+{
+	return r->status != 0 && (strstr(r->err, "Device or resource busy") ||
+				  strstr(r->err, "target is busy"));
+}
+
+static void run_plain(char *const argv[], struct mnt_run_result *r)
+{
+	mnt_run(argv, NULL, r);
+}
+
+void mnt_unmount_retrying(void (*run)(char *const argv[], struct mnt_run_result *r),
+			  char *const argv[], struct mnt_run_result *r)
+{
+	uint64_t deadline = mnt_now_ms() + MNT_BUSY_TIMEOUT_MS;
+	unsigned backoff_ms = 10;
+	unsigned tries = 1;
+	for (run(argv, r); says_busy(r) && mnt_now_ms() < deadline; run(argv, r), tries++) {
+		sleep_ms(backoff_ms);
+		backoff_ms = backoff_ms * 2 > 500 ? 500 : backoff_ms * 2;
+	}
+	if (tries > 1)
+		fprintf(stderr, "%s %s: %s after %u tries (the mount was busy)\n", argv[0],
+			argv[1], r->status == 0 ? "done" : "still busy", tries);
+}
+
 int mnt_fusermount_u(const char *mountpoint, bool lazy)
 {
 	char *argv[5];
@@ -289,7 +318,7 @@ int mnt_fusermount_u(const char *mountpoint, bool lazy)
 	argv[n++] = (char *)mountpoint;
 	argv[n] = NULL;
 	struct mnt_run_result r;
-	mnt_run(argv, NULL, &r);
+	mnt_unmount_retrying(run_plain, argv, &r);
 	if (r.status != 0)
 		fprintf(stderr, "fusermount3 %s %s: exit %d: %s", argv[1], mountpoint, r.status,
 			r.err);

@@ -191,7 +191,20 @@ struct mnt_run_result {
 /* Runs argv[0] (a path) to completion with stderr captured and stdout to
  * /dev/null; envvar ("NAME=VALUE") is added to its environment. */
 void mnt_run(char *const argv[], const char *envvar, struct mnt_run_result *r);
-/* fusermount3 -u [-z] mountpoint; returns its exit status. */
+/* How long an unmount is tried again while the kernel says the mount is
+ * busy: the last references of files a test (or a killed worker) closed
+ * are dropped after close() returns (a deferred fput, a FUSE release in
+ * flight), later on a loaded machine.  A mount still busy past it fails
+ * the unmount: a leaked open file is not hidden by a lazy unmount. */
+#define MNT_BUSY_TIMEOUT_MS 30000u
+/* Runs an unmount command (run(argv, r): mnt_run, or a run as another
+ * user) and runs it again, with a backoff of 10 ms doubling to 500 ms,
+ * while it fails saying the mount is busy (EBUSY), for
+ * MNT_BUSY_TIMEOUT_MS at most; *r is the last run's result. */
+void mnt_unmount_retrying(void (*run)(char *const argv[], struct mnt_run_result *r),
+			  char *const argv[], struct mnt_run_result *r);
+/* fusermount3 -u [-z] mountpoint, tried again while busy
+ * (mnt_unmount_retrying); returns its exit status. */
 int mnt_fusermount_u(const char *mountpoint, bool lazy);
 
 /* ---- content patterns ------------------------------------------------- */

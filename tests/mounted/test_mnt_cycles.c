@@ -129,7 +129,7 @@ struct hammer {
 	const char *dir; /* the listed directory, under the mount */
 	int id;
 	bool *stop;             /* read and set atomically */
-	unsigned rounds;
+	unsigned rounds;        /* read and added to atomically */
 };
 
 /* The path of rel under the mount, in the thread's own buffer (mnt_path's
@@ -147,7 +147,7 @@ static void *hammer_list(void *arg)
 	while (!__atomic_load_n(h->stop, __ATOMIC_ACQUIRE)) {
 		bool saw;
 		(void)list_dir(hpath(h, p, sizeof(p), h->dir), "loop", &saw);
-		h->rounds++;
+		__atomic_add_fetch(&h->rounds, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -169,13 +169,24 @@ static void *hammer_write(void *arg)
 		(void)unlink(po);
 		(void)mkdir(pn, 0755);
 		(void)rmdir(pn);
-		h->rounds++;
+		__atomic_add_fetch(&h->rounds, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
 
-/* Two listers and two writers of dir for a second; each must have done
- * rounds (a deadlock stops them all: the test's timeout). */
+/* Has each of the n hammers done a round? */
+static bool every_hammer_went_round(const struct hammer *h, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (__atomic_load_n(&h[i].rounds, __ATOMIC_RELAXED) == 0)
+			return false;
+	return true;
+}
+
+/* Two listers and two writers of dir for a second, and on until each has
+ * done a round (60 s at most: a loaded machine may not run every thread
+ * in the first second); each must have done rounds (a deadlock stops them
+ * all: the test's timeout). */
 static void hammer(struct mnt *m, const char *dir)
 {
 	bool stop = false;
@@ -187,10 +198,13 @@ static void hammer(struct mnt *m, const char *dir)
 						&h[i]), 0);
 	}
 	usleep(1000 * 1000);
+	for (uint64_t end = mnt_now_ms() + 60000;
+	     !every_hammer_went_round(h, 4) && mnt_now_ms() < end;)
+		usleep(10 * 1000);
 	__atomic_store_n(&stop, true, __ATOMIC_RELEASE);
 	for (int i = 0; i < 4; i++) {
 		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
-		ck_assert_msg(h[i].rounds > 0, "thread %d made no progress", i);
+		ck_assert_msg(h[i].rounds > 0, "thread %d made no progress in 60 s", i);
 	}
 }
 

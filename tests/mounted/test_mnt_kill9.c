@@ -619,14 +619,16 @@ static void run_round(struct mnt *m, unsigned round, uint64_t *rng, unsigned *re
 	uint64_t killed_at = mnt_now_ms();
 	MNT_OK(kill(m->daemon, SIGKILL));
 	int status;
-	ck_assert_int_eq(mnt_wait_pid(m->daemon, 10000, &status), 0);
+	/* Generous bounds (60 s): on a loaded machine a killed daemon's exit
+	 * and the workers' errors take their time; neither is ordfs's rule. */
+	ck_assert_int_eq(mnt_wait_pid(m->daemon, 60000, &status), 0);
 	m->daemon = 0;
 	ck_assert_int_eq(mnt_fusermount_u(m->mountpoint, true), 0);
 	for (unsigned w = 0; w < WORKERS; w++) {
-		if (mnt_wait_pid(workers[w], 20000, &status) != 0) {
+		if (mnt_wait_pid(workers[w], 60000, &status) != 0) {
 			kill(workers[w], SIGKILL);
 			waitpid(workers[w], &status, 0);
-			ck_abort_msg("worker %u still running 20 s after the daemon died", w);
+			ck_abort_msg("worker %u still running 60 s after the daemon died", w);
 		}
 		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 			      "worker %u exited with status 0x%x", w, status);

@@ -243,8 +243,19 @@ START_TEST(test_remount_commit_interval)
 	mnt_start(&m, "commit=3600");
 	remount_ok(&m, "commit=1");
 	expect_option(&m, "commit=1");
+	struct ordfs_stats st;
+	mnt_get_stats(&m, &st);
+	uint64_t commits_before = st.commits;
 	mnt_write_pattern(mnt_path(&m, "soon"), 123456, 5, 0644);
 	sleep(4); /* a commit and the writeback before it, at 1 s */
+	/* On a loaded machine the timer's writeback and commit can come
+	 * later: wait (60 s at most) until the data is written back and a
+	 * commit has happened since the write, before the kill. */
+	uint64_t end = mnt_now_ms() + 60000;
+	for (mnt_get_stats(&m, &st); (st.dirty_bytes > 0 || st.commits == commits_before) &&
+				     mnt_now_ms() < end;
+	     mnt_get_stats(&m, &st))
+		usleep(50 * 1000);
 	mnt_kill9(&m);
 	mnt_start(&m, NULL);
 	mnt_expect_pattern(mnt_path(&m, "soon"), 123456, 5);

@@ -203,11 +203,15 @@ static void mount_as_user(const char *opts)
 	ck_assert_msg(user_mount_live(), "the user's mount is not live");
 }
 
+/* fusermount3 -u as the user, tried again while the mount is busy
+ * (mnt_unmount_retrying). */
 static int umount_as_user_rc(void)
 {
 	struct mnt_run_result r;
 	char *argv[] = { "/bin/fusermount3", "-u", (char *)user_path("mnt"), NULL };
-	run_as_user(argv, &r);
+	mnt_unmount_retrying(run_as_user, argv, &r);
+	if (r.status != 0)
+		fprintf(stderr, "fusermount3 -u as the user: exit %d: %s", r.status, r.err);
 	return r.status;
 }
 

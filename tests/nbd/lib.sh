@@ -176,11 +176,12 @@ mount_fg() {
 
 # umount_nbd URI MNT: unmounts and waits (60 s at most) until the daemon
 # has exited, i.e. left the image clean and freed its owner record
-# (fusermount3 does not wait for a FUSE daemon).
+# (fusermount3 does not wait for a FUSE daemon); the unmount is tried again
+# while the kernel says the mount is busy (fusermount_u, cli/lib.sh).
 umount_nbd() {
 	local pids p
 	pids=$(daemon_pid "$1")
-	fusermount3 -u "$2" || return 1
+	fusermount_u "$2" || return 1
 	for p in $pids; do
 		wait_gone "$p" 60 || return 1
 	done

@@ -74,7 +74,7 @@ repaired() {
 # exit status is STATUS, fsck -f exits 0, a remount has the files of $WANT.
 finish_clean() {
 	local want_status=$1 pol=$2
-	check "$pol: unmount" fusermount3 -u "$MNT"
+	check "$pol: unmount" fusermount_u "$MNT"
 	wait "$FGPID"
 	check "$pol: the daemon exits $want_status" test $? = "$want_status"
 	require "$pol: the image served by the file plugin from now on" repaired "$pol"
@@ -156,7 +156,7 @@ check "remount-ro: reads work" cmp -s "$WANT/base" "$MNT/base"
 check "remount-ro: flush state says stopped ($(flush_state))" \
 	bash -c "'$CTL' stats '$MNT' | grep -q 'flush state: *stopped'"
 check "remount-ro: the log says the journal aborted" grep -q "journal aborted" "$LOG"
-check "remount-ro: unmount" fusermount3 -u "$MNT"
+check "remount-ro: unmount" fusermount_u "$MNT"
 wait "$FGPID"
 echo "(the remount-ro daemon exited $?)"
 require "remount-ro: the image served by the file plugin from now on" repaired remount-ro
@@ -211,7 +211,7 @@ check "abort: every file an fsync acknowledged has its bytes" \
 check "abort: the mount replayed the journal" grep -q "recovered the journal" "$WORK/daemon-abort2.log"
 cp "$WORK/data3" "$WANT/after"
 check "abort: a write + fsync works" wsync "$WANT/after" "$MNT/after"
-check "abort: unmount" fusermount3 -u "$MNT"
+check "abort: unmount" fusermount_u "$MNT"
 wait "$FGPID"
 check "abort: the daemon exits 0" test $? = 0
 check "abort: fsck -f exits 0" "$FSCK" -f "$URI"

@@ -67,7 +67,7 @@ for round in 1 2; do
 	done
 	check "round $round: the dead mount says ENOTCONN (within 5 s, ECONNABORTED before)" [ $dead_ok = 1 ]
 	[ $dead_ok = 1 ] || cat "$WORK/err"
-	check "round $round: fusermount3 -u of the dead mount" fusermount3 -u "$MNT"
+	check "round $round: fusermount3 -u of the dead mount" fusermount_u "$MNT"
 
 	t0=$EPOCHREALTIME
 	"$FSCK" -fy "$URI" >"$WORK/fsck.out" 2>&1

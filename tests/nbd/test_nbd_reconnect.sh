@@ -149,7 +149,7 @@ check "ordfsctl stats counts the failed flush ($FAILED_BEFORE -> $FAILED_AFTER)"
 check "the next fsync of the file returns 0" sync "$MNT/lw"
 check "the file reads back intact" cmp -s "$WORK/lw" "$MNT/lw"
 
-check "unmount" fusermount3 -u "$MNT"
+check "unmount" fusermount_u "$MNT"
 wait "$DPID"
 check "the daemon exits 0" test $? = 0
 "$FSCK" -f "$URI" >"$WORK/fsck.out" 2>&1

@@ -55,7 +55,7 @@ check "the owner record is at the export's new end, held" \
 DPID=$(daemon_pid "$URI")
 kill -9 "$DPID"
 check "the daemon is gone after kill -9" wait_gone "$DPID" 10
-check "fusermount3 -u of the dead mount" fusermount3 -u "$MNT"
+check "fusermount3 -u of the dead mount" fusermount_u "$MNT"
 "$FSCK" -fy "$URI" >"$WORK/fsck.out" 2>&1
 rc=$?
 check "fsck.ordfs -fy after the kill exits 0 or 1 (exit $rc)" [ $rc -le 1 ]

@@ -77,7 +77,7 @@ WANT=$(sums "$WORK/want" | sed 's| ./empty$| ./dir/empty|' | sort -k2)
 check "the files read back right" [ "$(sums "$MNT" | sort -k2)" = "$WANT" ]
 check "ordfsctl stats: flush state ok" bash -c "'$CTL' stats '$MNT' | grep -Eq '^ *flush state: *ok'"
 
-check "unmount" fusermount3 -u "$MNT"
+check "unmount" fusermount_u "$MNT"
 wait "$DPID"
 check "the daemon exits 0 (left the image clean)" test $? = 0
 check "fsck -f after the unmount exits 0 (clean)" "$FSCK" -f "$URI"

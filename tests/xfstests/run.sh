@@ -64,6 +64,8 @@ set -u
 HERE=$(dirname "$(readlink -f "$0")")
 REPO=$(readlink -f "$HERE/../..")
 die() { echo "run.sh: $*" >&2; exit 2; }
+# unmount_retrying: an unmount tried again while the mount is busy
+. "$REPO/tests/cli/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "must run as root (mount, mknod, users)"
 [ -c /dev/fuse ] || die "/dev/fuse is missing"
@@ -194,7 +196,7 @@ wait "$CHECK_PID"
 # --- after: unmount, fsck, summary ----------------------------------------------------
 cd /
 for m in "$WORK/scratch" "$WORK/test"; do
-	mountpoint -q "$m" && umount "$m"
+	mountpoint -q "$m" && unmount_retrying umount "$m"
 done
 for img in test scratch; do
 	if "$BIN/fsck.ordfs" -fn "$WORK/$img.img" >"$WORK/fsck-$img.txt" 2>&1; then
