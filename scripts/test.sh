@@ -5,10 +5,12 @@
 # TSan build, so a data race in any mounted test fails it); then the image
 # fuzzer for a bounded time.  The sanitizer builds check a quarter of the
 # crash harness's workloads (tests/crash/meson.build; the normal build
-# checks them all), 300 of the SQLite client's power-cut states (1500 in
-# the normal build: ORDFS_SQLITE_STATES) and 6 kill -9 rounds (20:
-# ORDFS_KILL_ROUNDS); the ASan build leaves the NBD suite to the normal
-# and TSan builds (its code is the daemon's threads, which TSan is for).
+# checks them all), 300 of the SQLite client's power-cut states in ASan,
+# 60 in TSan (1500 in the normal build: ORDFS_SQLITE_STATES) and 6 kill -9
+# rounds (20: ORDFS_KILL_ROUNDS); the ASan build leaves the NBD suite to
+# the normal and TSan builds (its code is the daemon's threads, which TSan
+# is for), the normal build leaves the hostile-image harness and the
+# corrupt-image sweep to the ASan build (where a sanitizer sees them too).
 # The whole run must stay under 40 minutes on 2 cores; the summary gives
 # each tier's wall-clock seconds (its build and its tests) and the total.
 #
@@ -110,10 +112,15 @@ run_suite() { # run_suite NAME DIR MESON_OPTION...
 # purpose or one that detached (its exit status is not seen); a process
 # with a report also exits 66.  Left out: the crash harness and the cli
 # scripts (single-threaded tools, long under TSan) and the corrupt-image
-# sweep (suite 'corruption', covered by ASan); and the unit tests' fault and
-# seed sweeps run every fourth case (ORDFS_TEST_SWEEP_STRIDE; they test error
-# paths one case at a time, run whole in the other builds).  tests/tsan.supp
-# holds the suppressions, each with the reason it is benign.
+# sweep (suite 'corruption', covered by ASan); the unit tests of one
+# structure's logic that start no thread of their own (suite 'no_tsan':
+# test_dir, 90 s under TSan, whose directory code the mounted tests drive
+# from many threads here); the unit tests' fault and seed sweeps run every
+# fourth case (ORDFS_TEST_SWEEP_STRIDE; they test error paths one case at a
+# time, run whole in the other builds); and 60 of the SQLite client's
+# power-cut states (each is a replay and a check in one thread, all 1500 of
+# them in the normal build; the daemon the client drives runs whole).
+# tests/tsan.supp holds the suppressions, each with the reason it is benign.
 run_tsan_suite() {
 	local reports
 	reports="$(pwd)/$TSAN_BUILD_DIR/tsan-reports"
@@ -122,9 +129,9 @@ run_tsan_suite() {
 	chmod 1777 "$reports" # the rootless tier's daemons run as nobody
 	TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 log_path=$reports/report suppressions=$(pwd)/tests/tsan.supp" \
 		ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} ORDFS_TEST_SWEEP_STRIDE=${ORDFS_TEST_SWEEP_STRIDE:-4} \
-		ORDFS_SQLITE_STATES=${ORDFS_SQLITE_STATES:-300} \
+		ORDFS_SQLITE_STATES=${ORDFS_SQLITE_STATES:-60} \
 		CK_TIMEOUT_MULTIPLIER=4 \
-		TEST_ARGS="--suite unit --suite mounted --suite nbd --no-suite corruption --timeout-multiplier 3" \
+		TEST_ARGS="--suite unit --suite mounted --suite nbd --no-suite corruption --no-suite no_tsan --timeout-multiplier 3" \
 		CC=clang run_suite tsan "$TSAN_BUILD_DIR" -Db_sanitize=thread -Db_lundef=false || true
 	if [ -n "$(ls -A "$reports")" ]; then
 		echo "=== tsan: $(ls "$reports" | wc -l) program(s) reported data races:"
@@ -164,8 +171,10 @@ set_uring 0
 # The hostile-image harness (suite 'hostile', tests/hostile/README.md: a
 # bounded 150 s of mutated images through the daemon's request handlers
 # and fsck) runs in the ASan+UBSan tier, where a sanitizer report is
-# caught too; the normal tier leaves it to that one.
-TEST_ARGS="--no-suite hostile" timed normal run_suite normal "$BUILD_DIR" || true
+# caught too; the normal tier leaves it to that one, and so the
+# corrupt-image sweep (suite 'corruption': test_hostile, the same damaged
+# images through the library, 90 s in the ASan+UBSan build).
+TEST_ARGS="--no-suite hostile --no-suite corruption" timed normal run_suite normal "$BUILD_DIR" || true
 set_uring 1
 ORDFS_KILL_ROUNDS=${ORDFS_KILL_ROUNDS:-6} ORDFS_SQLITE_STATES=${ORDFS_SQLITE_STATES:-300} \
 	TEST_ARGS="--no-suite nbd" \
