@@ -130,7 +130,12 @@ static enum slot_state slot_state(struct scrubber *s, uint32_t ino, bool *used,
 	int err = inode_get(s->fs, ino, &inode);
 	bool marked = alloc_inode_in_use(s->fs->alloc, ino);
 	if (!err) {
+		/* Under its lock: an inode the kernel forgets while we hold it
+		 * is evicted by the last put, which zeroes d under the lock
+		 * (ThreadSanitizer saw the bare read race with orphan_evict). */
+		ordfs_rwlock_rdlock(&inode->lock);
 		*used = inode->d.mode != 0;
+		ordfs_rwlock_unlock(&inode->lock);
 		if (*used && keep)
 			*keep = inode;
 		else
