@@ -56,12 +56,14 @@
 #define ORDFS_PACKAGE_VERSION "unknown"
 #endif
 
-static bool daemonized;
-static bool will_detach; /* not -f: the daemon backgrounds once mounted */
+static bool log_to_syslog; /* detached, and no test log (test_hooks.h) */
+static bool will_detach;   /* not -f: the daemon backgrounds once mounted */
+static int test_log_fd = -1; /* ORDFS_TEST_LOG (test_hooks.h): opened before
+				* any thread starts, stderr once detached */
 static const char *image_name = "ordfs";
 
 /* One line per message, naming the image: stderr in the foreground, syslog
- * once detached.  A daemon that will detach sends its notices (a journal
+ * once detached (or the test log, test_hooks.h).  A daemon that will detach sends its notices (a journal
  * replayed, a remount) to syslog from the start, as a kernel filesystem
  * sends them to the kernel log: mount(8)'s output is for warnings and
  * errors, and xfstests compares it. */
@@ -72,7 +74,7 @@ static void logmsg(int prio, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (__atomic_load_n(&daemonized, __ATOMIC_ACQUIRE) || (will_detach && prio > LOG_WARNING))
+	if (__atomic_load_n(&log_to_syslog, __ATOMIC_ACQUIRE) || (will_detach && prio > LOG_WARNING))
 		syslog(prio, "%s: %s", image_name, msg);
 	else
 		fprintf(stderr, "ordfs: %s: %s\n", image_name, msg);
@@ -432,17 +434,20 @@ static void finish_detach(int verdict_fd, bool ok)
 		if (null >= 0) {
 			dup2(null, 0);
 			dup2(null, 1);
-			dup2(null, 2);
+			dup2(test_log_fd >= 0 ? test_log_fd : null, 2);
 			if (null > 2)
 				close(null);
 		}
+		bool kept_log = null >= 0 && test_log_fd >= 0;
+		if (test_log_fd > 2)
+			close(test_log_fd);
 		if (chdir("/") != 0) {
 			/* not fatal: we hold no relative paths */
 		}
 		/* threads that log may run already (the io_uring queues,
 		 * started at INIT): syslog is opened before they see it */
 		openlog("ordfs", LOG_PID, LOG_DAEMON);
-		__atomic_store_n(&daemonized, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&log_to_syslog, !kept_log, __ATOMIC_RELEASE);
 	}
 	if (write(verdict_fd, &verdict, 1) != 1) {
 		/* the parent is gone; nothing to tell */
@@ -548,6 +553,8 @@ int main(int argc, char **argv)
 	}
 	image_name = o.image;
 	will_detach = !o.foreground;
+	if (will_detach)
+		test_log_fd = test_hooks_detached_log();
 
 	struct blockdev *bd;
 	o.fs.rw_capable = o.fs.readonly; /* try read-write (open_image) */

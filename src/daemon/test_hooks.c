@@ -11,7 +11,9 @@
  *    like a disk that loses its cache (tests/mounted/test_mnt_flush);
  *  - ORDFS_TEST_RECORD=PATH: every write, flush and ORDFS_IOC_TEST_MARK
  *    of the image is streamed to PATH (the crash states of a real client:
- *    tests/mounted/test_mnt_sqlite, tests/crash/crash_sqlite).
+ *    tests/mounted/test_mnt_sqlite, tests/crash/crash_sqlite);
+ *  - ORDFS_TEST_LOG=PATH: a detached daemon's stderr and messages go to
+ *    PATH, not to /dev/null and syslog (tests/nbd/lib.sh, tests/cli/lib.sh).
  * Without the variable, the ioctl it enables answers ENOTTY.
  */
 #include <errno.h>
@@ -100,4 +102,12 @@ int test_hooks_ioctl(struct daemon_ctx *dc, unsigned cmd, const void *in, size_t
 	default:
 		return -ENOTTY;
 	}
+}
+
+int test_hooks_detached_log(void)
+{
+	const char *path = getenv("ORDFS_TEST_LOG");
+	if (!path || !*path)
+		return -1;
+	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }

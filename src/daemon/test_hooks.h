@@ -25,6 +25,13 @@ int test_hooks_setup(struct daemon_ctx *dc, struct blockdev *image_bd, struct bl
 /* Answers an ORDFS_IOC_TEST_* ioctl: 0 or a negative errno; -ENOTTY for
  * any other cmd, or a hook the daemon was not started with. */
 int test_hooks_ioctl(struct daemon_ctx *dc, unsigned cmd, const void *in, size_t in_size);
+/* ORDFS_TEST_LOG=PATH: the file a detached daemon keeps as its stderr and
+ * writes its messages to (appended), instead of /dev/null and syslog; a
+ * test machine often has no syslog, and a daemon's last words (an
+ * internal-error line, a sanitizer report) must reach the test's log.
+ * An open descriptor, or -1 without the variable (or if PATH cannot be
+ * opened: the daemon then detaches as it would anyway). */
+int test_hooks_detached_log(void);
 #else
 static inline int test_hooks_setup(struct daemon_ctx *dc, struct blockdev *image_bd,
 				   struct blockdev **bd)
@@ -42,6 +49,11 @@ static inline int test_hooks_ioctl(struct daemon_ctx *dc, unsigned cmd, const vo
 	(void)in;
 	(void)in_size;
 	return -ENOTTY;
+}
+
+static inline int test_hooks_detached_log(void)
+{
+	return -1;
 }
 #endif
 

@@ -74,6 +74,11 @@ require() {
 }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ordfs-nbd.XXXXXX")
+# A detached daemon's errors and last words (an internal-error line, a
+# sanitizer report) go to its log too, not only to a syslog the machine
+# may not run (the test hook in src/daemon/test_hooks.h); the cleanup
+# prints the logs of a test that failed.
+export ORDFS_TEST_LOG=$WORK/daemon.log
 
 # ---- nbdkit -------------------------------------------------------------------
 
