@@ -16,6 +16,7 @@
  */
 #include "suite_main.h"
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ struct race {
 	bool done;            /* atomic */
 	int get_errors;       /* atomic: inode_get failures seen by readers */
 	uint64_t gets;        /* atomic */
+	int readers_in;       /* atomic: readers that have started */
 };
 
 /* Creates files in the directory, taking and dropping it each time so
@@ -42,6 +44,10 @@ struct race {
 static void *creator(void *arg)
 {
 	struct race *r = arg;
+	/* The race needs the readers running: on a loaded machine they may
+	 * not have been scheduled yet (then no lookup would meet a create). */
+	while (__atomic_load_n(&r->readers_in, __ATOMIC_ACQUIRE) < READERS)
+		sched_yield();
 	for (int i = 0; i < CREATES; i++) {
 		struct inode *dir, *f;
 		ck_assert_int_eq(inode_get(r->t->fs, r->dir_ino, &dir), 0);
@@ -58,6 +64,7 @@ static void *creator(void *arg)
 static void *reader(void *arg)
 {
 	struct race *r = arg;
+	__atomic_add_fetch(&r->readers_in, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
 		struct inode *dir;
 		int err = inode_get(r->t->fs, r->dir_ino, &dir);
