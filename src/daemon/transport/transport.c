@@ -55,6 +55,8 @@ struct transport {
 	uint64_t init_unique;
 	uint64_t init_flags;  /* flags | flags2 << 32 */
 	bool init_refused;    /* io_uring=on and no rings: INIT answered EPROTO */
+	bool conn_ended;      /* the connection ended before the rings were
+				 registered (an unmount right after the mount) */
 	struct uring_pool *pool;
 	/* The rings serve the mount: set before the entries are registered
 	 * (a ring thread may answer ordfsctl stats before the registering
@@ -197,6 +199,9 @@ static ssize_t init_reply(struct transport *t, int fd, const struct iovec *iov, 
 	ssize_t n = write(fd, msg, len);
 	if (n < 0) {
 		int e = errno;
+		/* ENOENT: INIT is no longer waiting (the mount was aborted) */
+		if (e == ENOENT || e == ENODEV || e == ENOTCONN || e == ECONNABORTED)
+			t->conn_ended = true;
 		uring_pool_stop(t->pool);
 		uring_pool_free(t->pool);
 		t->pool = NULL;
@@ -206,7 +211,14 @@ static ssize_t init_reply(struct transport *t, int fd, const struct iovec *iov, 
 	if (yes) {
 		char why[96];
 		atomic_store(&t->uring, true);
-		if (uring_pool_register(t->pool, why, sizeof(why)) != 0) {
+		int err = uring_pool_register(t->pool, why, sizeof(why));
+		if (err == -ENOTCONN || err == -ECONNABORTED || err == -ENODEV) {
+			/* The connection ended first: unmounted (or aborted) as
+			 * soon as it was mounted.  Not a refusal: the loop finds
+			 * the connection gone and the daemon ends as at any
+			 * unmount. */
+			t->conn_ended = true;
+		} else if (err) {
 			atomic_store(&t->uring, false);
 			set_why_not(t, "%s", why);
 			ordfs_log(LOG_WARNING, "io_uring: %s: the kernel serves this mount over "
@@ -338,7 +350,13 @@ int transport_start(struct transport *t, char *why, size_t why_len)
 		snprintf(why, why_len, "io_uring=on: %s", t->why_not);
 		return -1;
 	}
-	if (n <= 0 || fuse_session_exited(t->se)) {
+	if (n == 0 || t->conn_ended) {
+		/* The connection ended while the mount was set up (unmounted,
+		 * or aborted, at once): no error of ours.  The loop finds it
+		 * gone and the daemon ends as at any unmount. */
+		return 0;
+	}
+	if (n < 0 || fuse_session_exited(t->se)) {
 		snprintf(why, why_len, "the kernel's INIT could not be answered (%s)",
 			 n < 0 ? strerror(-n) : "the connection ended");
 		return -1;
