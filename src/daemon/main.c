@@ -63,10 +63,10 @@ static int test_log_fd = -1; /* ORDFS_TEST_LOG (test_hooks.h): opened before
 static const char *image_name = "ordfs";
 
 /* One line per message, naming the image: stderr in the foreground, syslog
- * once detached (or the test log, test_hooks.h).  A daemon that will detach sends its notices (a journal
- * replayed, a remount) to syslog from the start, as a kernel filesystem
- * sends them to the kernel log: mount(8)'s output is for warnings and
- * errors, and xfstests compares it. */
+ * once detached (or the test log, test_hooks.h).  A daemon that will
+ * detach sends its notices (a journal replayed, a remount) to syslog from
+ * the start, as a kernel filesystem sends them to the kernel log:
+ * mount(8)'s output is for warnings and errors, and xfstests compares it. */
 static void logmsg(int prio, const char *fmt, ...)
 {
 	char msg[512];

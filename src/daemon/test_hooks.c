@@ -13,7 +13,7 @@
  *    of the image is streamed to PATH (the crash states of a real client:
  *    tests/mounted/test_mnt_sqlite, tests/crash/crash_sqlite);
  *  - ORDFS_TEST_LOG=PATH: a detached daemon's stderr and messages go to
- *    PATH, not to /dev/null and syslog (tests/nbd/lib.sh, tests/cli/lib.sh).
+ *    PATH, not to /dev/null and syslog (tests/nbd/lib.sh).
  * Without the variable, the ioctl it enables answers ENOTTY.
  */
 #include <errno.h>

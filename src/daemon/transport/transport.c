@@ -200,7 +200,7 @@ static ssize_t init_reply(struct transport *t, int fd, const struct iovec *iov, 
 	if (n < 0) {
 		int e = errno;
 		/* ENOENT: INIT is no longer waiting (the mount was aborted) */
-		if (e == ENOENT || e == ENODEV || e == ENOTCONN || e == ECONNABORTED)
+		if (e == ENOENT || uring_conn_ended(e))
 			t->conn_ended = true;
 		uring_pool_stop(t->pool);
 		uring_pool_free(t->pool);
@@ -212,7 +212,7 @@ static ssize_t init_reply(struct transport *t, int fd, const struct iovec *iov, 
 		char why[96];
 		atomic_store(&t->uring, true);
 		int err = uring_pool_register(t->pool, why, sizeof(why));
-		if (err == -ENOTCONN || err == -ECONNABORTED || err == -ENODEV) {
+		if (uring_conn_ended(-err)) {
 			/* The connection ended first: unmounted (or aborted) as
 			 * soon as it was mounted.  Not a refusal: the loop finds
 			 * the connection gone and the daemon ends as at any

@@ -316,7 +316,7 @@ static bool entry_failed(struct ring_thread *rt, int res)
 			usleep(1000);
 		return queue_entry_cmd(rt, rt->last_cmd) == 0;
 	}
-	if (res != -ENOTCONN && res != -ECONNABORTED && res != -ECANCELED && res != -ENODEV)
+	if (!uring_conn_ended(-res) && res != -ECANCELED)
 		ordfs_log(LOG_ERR, "io_uring: queue %u: %s ended with %s", rt->q->qid,
 			  rt->last_cmd == FUSE_IO_URING_CMD_REGISTER ? "REGISTER" : "COMMIT_AND_FETCH",
 			  strerror(-res));
@@ -437,7 +437,7 @@ static void *ring_thread_main(void *arg)
 			p->register_err = -err;
 		pthread_cond_broadcast(&p->cond);
 		ordfs_mutex_unlock(&p->lock);
-	} else if (err && err != -ENOTCONN && err != -ECONNABORTED && err != -ENODEV) {
+	} else if (err && !uring_conn_ended(-err)) {
 		/* (those say the connection ended while the thread started:
 		 * a queue that grew during an unmount) */
 		ordfs_log(LOG_WARNING, "io_uring: queue %u: REGISTER of another entry: %s",

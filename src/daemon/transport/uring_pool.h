@@ -25,6 +25,7 @@
 #ifndef ORDFS_DAEMON_URING_POOL_H
 #define ORDFS_DAEMON_URING_POOL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,6 +60,13 @@ struct uring_pool_config {
  * in why (nothing is left then). */
 int uring_pool_prepare(const struct uring_pool_config *cfg, struct uring_pool **out, char *why,
 		       size_t why_len);
+
+/* Does errno e (positive) say the FUSE connection has ended (unmounted or
+ * aborted), not that something was refused? */
+static inline bool uring_conn_ended(int e)
+{
+	return e == ENOTCONN || e == ECONNABORTED || e == ENODEV;
+}
 
 /* The kernel has INIT's reply saying yes to io_uring: every thread
  * registers its entry.  0 when the kernel took every entry; otherwise a
